@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Provisions the environment that builds and tests torch_neuronx.
+#
+# Where python3 already has torch >= 2.14 and transformers, nothing is done:
+# the project uses that interpreter directly. Otherwise a Debian sid root
+# filesystem is made with debootstrap (outside the repository, reused when it
+# is there) and the packages the project needs are installed inside it.
+set -euo pipefail
+
+ROOTFS="${TORCH_NEURONX_ROOTFS:-/var/cache/torch-neuronx/sid-rootfs}"
+MIRROR="${TORCH_NEURONX_MIRROR:-http://deb.debian.org/debian}"
+STAMP="$ROOTFS/.torch-neuronx-provisioned-v1"
+
+PACKAGES=(
+  python3 python3-dev python3-pip python3-setuptools python3-pytest
+  python3-torch libtorch-dev python3-transformers python3-accelerate
+  python3-safetensors python3-tokenizers python3-numpy python3-expecttest
+  pybind11-dev libopenblas0-pthread libopenblas-dev libdnnl-dev
+  g++ make cmake ninja-build ccache libgtest-dev git
+)
+
+log() { printf '[provision] %s\n' "$*" >&2; }
+
+host_has_torch() {
+  python3 - <<'PY' 2>/dev/null
+import sys
+import torch, transformers
+major, minor = (int(x) for x in torch.__version__.split(".")[:2])
+sys.exit(0 if (major, minor) >= (2, 14) else 1)
+PY
+}
+
+ensure_host_tools() {
+  local missing=()
+  command -v debootstrap >/dev/null || missing+=(debootstrap)
+  command -v bwrap >/dev/null || missing+=(bubblewrap)
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing on the host: ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+
+make_rootfs() {
+  if [ ! -x "$ROOTFS/usr/bin/apt-get" ]; then
+    log "debootstrap sid into $ROOTFS"
+    rm -rf "$ROOTFS.partial"
+    mkdir -p "$(dirname "$ROOTFS")"
+    debootstrap --variant=minbase sid "$ROOTFS.partial" "$MIRROR" >/dev/null
+    rm -rf "$ROOTFS"
+    mv "$ROOTFS.partial" "$ROOTFS"
+  fi
+}
+
+install_packages() {
+  log "installing packages inside the rootfs"
+  cp /etc/resolv.conf "$ROOTFS/etc/resolv.conf" 2>/dev/null || true
+  echo "deb $MIRROR sid main" >"$ROOTFS/etc/apt/sources.list"
+  local inside=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+                DEBIAN_FRONTEND=noninteractive)
+  local mounts=(--bind "$ROOTFS" / --dev /dev --proc /proc --perms 1777 --tmpfs /tmp
+                --ro-bind /etc/resolv.conf /etc/resolv.conf)
+  bwrap "${mounts[@]}" "${inside[@]}" \
+    apt-get -o Acquire::Check-Valid-Until=false -qq update
+  bwrap "${mounts[@]}" "${inside[@]}" \
+    apt-get -o Acquire::Check-Valid-Until=false install -y -qq \
+    --no-install-recommends "${PACKAGES[@]}" >/dev/null
+  touch "$STAMP"
+}
+
+main() {
+  if [ "${TORCH_NEURONX_USE_HOST:-}" = 1 ] || host_has_torch; then
+    exit 0
+  fi
+  [ -f "$STAMP" ] && exit 0
+  ensure_host_tools
+  make_rootfs
+  install_packages
+  log "ready: $ROOTFS"
+}
+
+main "$@"

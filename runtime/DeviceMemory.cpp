@@ -1,0 +1,216 @@
+#include "DeviceMemory.h"
+
+#include <cstdlib>
+#include <sstream>
+
+namespace nrt {
+namespace {
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+constexpr std::size_t kSmallRound = 512;
+constexpr std::size_t kLargeRound = 2 * kMiB;
+constexpr std::size_t kAlignment = 64;  // a cache line, enough for AVX-512 loads
+
+std::string formatBytes(std::size_t bytes) {
+  std::ostringstream out;
+  out.precision(2);
+  out << std::fixed;
+  if (bytes >= (std::size_t{1} << 30)) out << bytes / double(std::size_t{1} << 30) << " GiB";
+  else out << bytes / double(kMiB) << " MiB";
+  return out.str();
+}
+
+}  // namespace
+
+void Stat::increase(int64_t amount) {
+  current += amount;
+  allocated += amount;
+  if (current > peak) peak = current;
+}
+
+void Stat::decrease(int64_t amount) {
+  current -= amount;
+  freed += amount;
+}
+
+DeviceMemory::DeviceMemory(int device, std::size_t capacity)
+    : device_(device), hbm_bytes_(capacity), capacity_(capacity) {}
+
+DeviceMemory::~DeviceMemory() {
+  // Live blocks may still be referenced by tensors that outlive the runtime at
+  // process exit; only the cache is returned.
+  std::lock_guard<std::mutex> lock(mutex_);
+  releaseCachedLocked();
+}
+
+std::size_t DeviceMemory::roundSize(std::size_t size) {
+  // Small blocks round finely; large ones to 2 MiB so that the cache can serve
+  // the slightly different sizes that training steps produce.
+  if (size <= kMiB) return ((size + kSmallRound - 1) / kSmallRound) * kSmallRound;
+  return ((size + kLargeRound - 1) / kLargeRound) * kLargeRound;
+}
+
+void* DeviceMemory::takeCached(std::size_t rounded) {
+  // Best fit, but never hand out more than twice what was asked: a large
+  // cached block would otherwise be pinned by a small tensor.
+  auto it = cached_.lower_bound(rounded);
+  if (it == cached_.end() || it->first > 2 * rounded) return nullptr;
+  void* ptr = it->second;
+  cached_.erase(it);
+  return ptr;
+}
+
+void* DeviceMemory::allocate(std::size_t size) {
+  if (size == 0) return nullptr;
+  const std::size_t rounded = roundSize(size);
+  std::lock_guard<std::mutex> lock(mutex_);
+  void* ptr = takeCached(rounded);
+  if (!ptr) {
+    if (static_cast<std::size_t>(stats_.reserved_bytes.current) + rounded > capacity_) {
+      if (cached_.empty()) throwOutOfMemory(rounded);
+      ++stats_.num_alloc_retries;
+      releaseCachedLocked();
+      if (static_cast<std::size_t>(stats_.reserved_bytes.current) + rounded > capacity_) {
+        throwOutOfMemory(rounded);
+      }
+    }
+    ptr = std::aligned_alloc(kAlignment, rounded);
+    if (!ptr) throwOutOfMemory(rounded);
+    segments_.emplace(ptr, rounded);
+    ++stats_.num_device_alloc;
+    stats_.segment.increase(1);
+    stats_.reserved_bytes.increase(static_cast<int64_t>(rounded));
+  }
+  const auto block_size = static_cast<int64_t>(segments_.at(ptr));
+  live_.emplace(ptr, size);
+  stats_.allocation.increase(1);
+  stats_.active.increase(1);
+  stats_.allocated_bytes.increase(block_size);
+  stats_.active_bytes.increase(block_size);
+  stats_.requested_bytes.increase(static_cast<int64_t>(size));
+  return ptr;
+}
+
+void DeviceMemory::free(void* ptr) {
+  if (!ptr) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(ptr);
+  if (it == live_.end()) return;  // not ours, or already freed: never corrupt the cache
+  const std::size_t requested = it->second;
+  live_.erase(it);
+  const std::size_t block_size = segments_.at(ptr);
+  stats_.allocation.decrease(1);
+  stats_.active.decrease(1);
+  stats_.allocated_bytes.decrease(static_cast<int64_t>(block_size));
+  stats_.active_bytes.decrease(static_cast<int64_t>(block_size));
+  stats_.requested_bytes.decrease(static_cast<int64_t>(requested));
+  cached_.emplace(block_size, ptr);
+}
+
+void DeviceMemory::chargeExternal(std::size_t size) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (static_cast<std::size_t>(stats_.reserved_bytes.current) + size > capacity_) {
+    if (!cached_.empty()) {
+      ++stats_.num_alloc_retries;
+      releaseCachedLocked();
+    }
+    if (static_cast<std::size_t>(stats_.reserved_bytes.current) + size > capacity_) throwOutOfMemory(size);
+  }
+  const auto bytes = static_cast<int64_t>(size);
+  stats_.allocation.increase(1);
+  stats_.active.increase(1);
+  stats_.segment.increase(1);
+  stats_.allocated_bytes.increase(bytes);
+  stats_.active_bytes.increase(bytes);
+  stats_.requested_bytes.increase(bytes);
+  stats_.reserved_bytes.increase(bytes);
+}
+
+void DeviceMemory::releaseExternal(std::size_t size) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto bytes = static_cast<int64_t>(size);
+  stats_.allocation.decrease(1);
+  stats_.active.decrease(1);
+  stats_.segment.decrease(1);
+  stats_.allocated_bytes.decrease(bytes);
+  stats_.active_bytes.decrease(bytes);
+  stats_.requested_bytes.decrease(bytes);
+  stats_.reserved_bytes.decrease(bytes);
+}
+
+void DeviceMemory::releaseCachedLocked() {
+  for (auto& [size, ptr] : cached_) {
+    segments_.erase(ptr);
+    std::free(ptr);
+    ++stats_.num_device_free;
+    stats_.segment.decrease(1);
+    stats_.reserved_bytes.decrease(static_cast<int64_t>(size));
+  }
+  cached_.clear();
+}
+
+void DeviceMemory::emptyCache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  releaseCachedLocked();
+}
+
+void DeviceMemory::throwOutOfMemory(std::size_t rounded) {
+  ++stats_.num_ooms;
+  std::ostringstream message;
+  message << "NeuronCore " << device_ << " is out of memory: tried to allocate " << formatBytes(rounded)
+          << "; the core has " << formatBytes(capacity_) << " of HBM, of which "
+          << formatBytes(static_cast<std::size_t>(stats_.allocated_bytes.current)) << " is allocated by tensors and "
+          << formatBytes(static_cast<std::size_t>(stats_.reserved_bytes.current)) << " is reserved by the caching "
+          << "allocator. Free tensors, call torch.neuron.empty_cache(), or use a smaller batch.";
+  throw OutOfMemory(message.str());
+}
+
+MemoryStats DeviceMemory::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void DeviceMemory::resetPeakStats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Stat* s : {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.allocated_bytes,
+                  &stats_.requested_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
+                  &stats_.inactive_split_bytes}) {
+    s->resetPeak();
+  }
+}
+
+void DeviceMemory::resetAccumulatedStats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Stat* s : {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.allocated_bytes,
+                  &stats_.requested_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
+                  &stats_.inactive_split_bytes}) {
+    s->resetAccumulated();
+  }
+  stats_.num_alloc_retries = stats_.num_ooms = 0;
+  stats_.num_device_alloc = stats_.num_device_free = 0;
+}
+
+std::size_t DeviceMemory::freeBytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto reserved = static_cast<std::size_t>(stats_.reserved_bytes.current);
+  return reserved >= capacity_ ? 0 : capacity_ - reserved;
+}
+
+bool DeviceMemory::owns(const void* ptr) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [base, size] : live_) {
+    const auto* begin = static_cast<const char*>(base);
+    if (ptr >= begin && ptr < begin + segments_.at(base)) return true;
+  }
+  return false;
+}
+
+void DeviceMemory::setFraction(double fraction) {
+  if (!(fraction > 0.0 && fraction <= 1.0)) {
+    throw std::invalid_argument("memory fraction must be in (0, 1], got " + std::to_string(fraction));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  capacity_ = static_cast<std::size_t>(static_cast<double>(hbm_bytes_) * fraction);
+}
+
+}  // namespace nrt

@@ -1,0 +1,97 @@
+// Device memory of one emulated NeuronCore: a caching allocator over host
+// memory that enforces the core's HBM capacity and keeps CUDA-style stats.
+//
+// Freed blocks stay cached (reserved) and are reused for requests of a close
+// size, so steady-state training allocates no host memory at all. Exceeding the
+// capacity first releases the cache, then fails with OutOfMemory; nothing that
+// is allocated is ever touched by a failed request.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+namespace nrt {
+
+class OutOfMemory : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Stat {
+  int64_t current = 0;
+  int64_t peak = 0;
+  int64_t allocated = 0;  // total increments
+  int64_t freed = 0;      // total decrements
+  void increase(int64_t amount);
+  void decrease(int64_t amount);
+  void resetAccumulated() { allocated = freed = 0; }
+  void resetPeak() { peak = current; }
+};
+
+struct MemoryStats {
+  Stat allocation;       // live blocks handed out
+  Stat segment;          // host allocations held (in use or cached)
+  Stat active;           // == allocation (no stream-deferred frees in the emulator)
+  Stat allocated_bytes;  // bytes of live blocks (rounded)
+  Stat requested_bytes;  // bytes callers asked for
+  Stat reserved_bytes;   // bytes of all segments
+  Stat active_bytes;
+  Stat inactive_split_bytes;
+  int64_t num_alloc_retries = 0;  // a request that had to release the cache first
+  int64_t num_ooms = 0;
+  int64_t num_device_alloc = 0;   // host allocations made
+  int64_t num_device_free = 0;    // host allocations released
+};
+
+class DeviceMemory {
+ public:
+  DeviceMemory(int device, std::size_t capacity);
+  ~DeviceMemory();
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  // Returns nullptr for size 0. Throws OutOfMemory when the capacity is hit.
+  void* allocate(std::size_t size);
+  void free(void* ptr);
+  // Charges memory that was allocated elsewhere (an ATen CPU kernel's output
+  // that the device adopts without copying). Throws OutOfMemory.
+  void chargeExternal(std::size_t size);
+  void releaseExternal(std::size_t size);
+
+  void emptyCache();
+  MemoryStats stats() const;
+  void resetPeakStats();
+  void resetAccumulatedStats();
+  std::size_t capacity() const { return capacity_; }
+  std::size_t freeBytes() const;  // capacity minus reserved
+  // Limits the usable capacity to a fraction of the HBM (set_per_process_memory_fraction).
+  void setFraction(double fraction);
+  int device() const { return device_; }
+  // True when ptr points into a block that this core handed out.
+  bool owns(const void* ptr) const;
+
+  static std::size_t roundSize(std::size_t size);
+
+ private:
+  // Returns a cached segment of at least `rounded` bytes, or nullptr.
+  void* takeCached(std::size_t rounded);
+  void releaseCachedLocked();
+  [[noreturn]] void throwOutOfMemory(std::size_t rounded);
+
+  const int device_;
+  const std::size_t hbm_bytes_;
+  std::size_t capacity_;
+  mutable std::mutex mutex_;
+  std::unordered_map<void*, std::size_t> segments_;  // every segment held -> its size
+  std::unordered_map<void*, std::size_t> live_;      // segments in use -> requested bytes
+  std::multimap<std::size_t, void*> cached_;         // free segments by size
+  MemoryStats stats_;
+};
+
+}  // namespace nrt

@@ -1,0 +1,48 @@
+"""Builds torch_neuronx against the torch that runs this script (pip install .).
+
+The project's own environment builds with CMake (see the Makefile); this file
+also carries the package metadata and the entry points that make `import torch`
+load the plugin.
+"""
+import glob
+
+from setuptools import find_packages, setup
+
+ENTRY_POINTS = {
+    "torch.backends": ["neuron = torch_neuronx:_autoload"],
+}
+
+
+def extensions():
+    from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+    sources = sorted(glob.glob("runtime/*.cpp") + glob.glob("aten/**/*.cpp", recursive=True))
+    ext = CppExtension(
+        "torch_neuronx._C",
+        sources,
+        include_dirs=["."],
+        extra_compile_args=["-O2", "-fopenmp", "-std=c++20"],
+        extra_link_args=["-fopenmp"],
+    )
+    return [ext], {"build_ext": BuildExtension}
+
+
+def main():
+    import sys
+
+    metadata_only = any(arg in sys.argv for arg in ("egg_info", "dist_info"))
+    ext_modules, cmdclass = ([], {}) if metadata_only else extensions()
+    setup(
+        name="torch-neuronx",
+        version="0.1.0",
+        description="Emulated AWS NeuronCore as a native PyTorch device named 'neuron'",
+        packages=find_packages(include=["torch_neuronx", "torch_neuronx.*"]),
+        ext_modules=ext_modules,
+        cmdclass=cmdclass,
+        entry_points=ENTRY_POINTS,
+        python_requires=">=3.10",
+    )
+
+
+if __name__ == "__main__":
+    main()
