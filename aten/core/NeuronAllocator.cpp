@@ -1,0 +1,135 @@
+#include "aten/core/NeuronAllocator.h"
+
+#include <array>
+#include <utility>
+
+#include <c10/core/impl/GPUTrace.h>
+#include <c10/util/Exception.h>
+
+#include "aten/core/NeuronGuard.h"
+#include "runtime/Runtime.h"
+
+namespace torch_neuronx {
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+// One deleter per core, so that the DataPtr needs no context object.
+template <int Device>
+void freeOn(void* ptr) {
+  nrt::Runtime::instance().memory(Device).free(ptr);
+}
+
+template <int... Devices>
+constexpr std::array<c10::DeleterFnPtr, sizeof...(Devices)> makeDeleters(std::integer_sequence<int, Devices...>) {
+  return {&freeOn<Devices>...};
+}
+
+constexpr auto kDeleters = makeDeleters(std::make_integer_sequence<int, kMaxDevices>{});
+
+nrt::DeviceMemory& memoryOf(c10::DeviceIndex device) {
+  try {
+    return nrt::Runtime::instance().memory(device);
+  } catch (const std::out_of_range& e) {
+    TORCH_CHECK_INDEX(false, e.what());
+  }
+}
+
+void toTorchStat(const nrt::Stat& from, c10::CachingDeviceAllocator::StatArray& to) {
+  for (auto& stat : to) {
+    stat.current = from.current;
+    stat.peak = from.peak;
+    stat.allocated = from.allocated;
+    stat.freed = from.freed;
+  }
+}
+
+struct AdoptedMemory {
+  c10::DataPtr host;
+  size_t nbytes;
+  c10::DeviceIndex device;
+};
+
+void releaseAdopted(void* context) {
+  auto* adopted = static_cast<AdoptedMemory*>(context);
+  nrt::Runtime::instance().memory(adopted->device).releaseExternal(adopted->nbytes);
+  delete adopted;
+}
+
+}  // namespace
+
+c10::DataPtr NeuronAllocator::allocateOn(c10::DeviceIndex device, size_t nbytes) {
+  TORCH_CHECK(device >= 0 && device < kMaxDevices, "invalid neuron device index ", static_cast<int>(device));
+  void* ptr = nullptr;
+  try {
+    ptr = memoryOf(device).allocate(nbytes);
+  } catch (const nrt::OutOfMemory& e) {
+    TORCH_CHECK_WITH(OutOfMemoryError, false, e.what());
+  }
+  return {ptr, ptr, kDeleters[device], c10::Device(c10::DeviceType::PrivateUse1, device)};
+}
+
+c10::DataPtr NeuronAllocator::allocate(size_t nbytes) {
+  return allocateOn(currentDevice(), nbytes);
+}
+
+void NeuronAllocator::copy_data(void* dest, const void* src, std::size_t count) const {
+  nrt::copyBytes(dest, src, count);
+}
+
+void NeuronAllocator::emptyCache(c10::MempoolId_t /*mempool_id*/) {
+  auto& runtime = nrt::Runtime::instance();
+  for (int device = 0; device < runtime.deviceCount(); ++device) runtime.memory(device).emptyCache();
+}
+
+void NeuronAllocator::recordStream(const c10::DataPtr& /*ptr*/, c10::Stream /*stream*/) {
+  // Work executes at submission, so a block is never in use by a stream once
+  // it is freed; an asynchronous runtime would defer reuse here.
+}
+
+c10::CachingDeviceAllocator::DeviceStats NeuronAllocator::getDeviceStats(c10::DeviceIndex device) {
+  const nrt::MemoryStats stats = memoryOf(device).stats();
+  c10::CachingDeviceAllocator::DeviceStats out;
+  toTorchStat(stats.allocation, out.allocation);
+  toTorchStat(stats.segment, out.segment);
+  toTorchStat(stats.active, out.active);
+  toTorchStat(stats.allocated_bytes, out.allocated_bytes);
+  toTorchStat(stats.reserved_bytes, out.reserved_bytes);
+  toTorchStat(stats.active_bytes, out.active_bytes);
+  toTorchStat(stats.inactive_split_bytes, out.inactive_split_bytes);
+  toTorchStat(stats.requested_bytes, out.requested_bytes);
+  out.num_alloc_retries = stats.num_alloc_retries;
+  out.num_ooms = stats.num_ooms;
+  out.num_device_alloc = stats.num_device_alloc;
+  out.num_device_free = stats.num_device_free;
+  return out;
+}
+
+void NeuronAllocator::resetAccumulatedStats(c10::DeviceIndex device) { memoryOf(device).resetAccumulatedStats(); }
+
+void NeuronAllocator::resetPeakStats(c10::DeviceIndex device) { memoryOf(device).resetPeakStats(); }
+
+std::pair<size_t, size_t> NeuronAllocator::getMemoryInfo(c10::DeviceIndex device) {
+  auto& memory = memoryOf(device);
+  return {memory.freeBytes(), memory.capacity()};
+}
+
+NeuronAllocator& neuronAllocator() {
+  static NeuronAllocator allocator;
+  return allocator;
+}
+
+c10::DataPtr adoptHostMemory(c10::DataPtr&& host, size_t nbytes, c10::DeviceIndex device) {
+  try {
+    memoryOf(device).chargeExternal(nbytes);
+  } catch (const nrt::OutOfMemory& e) {
+    TORCH_CHECK_WITH(OutOfMemoryError, false, e.what());
+  }
+  void* data = host.get();
+  auto* adopted = new AdoptedMemory{std::move(host), nbytes, device};
+  return {data, adopted, &releaseAdopted, c10::Device(c10::DeviceType::PrivateUse1, device)};
+}
+
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &neuronAllocator());
+
+}  // namespace torch_neuronx

@@ -1,0 +1,89 @@
+#include "aten/ops/CpuAlias.h"
+
+#include <c10/core/StorageImpl.h>
+#include <c10/core/TensorImpl.h>
+
+#include "aten/core/NeuronAllocator.h"
+
+namespace torch_neuronx {
+namespace {
+
+void noDelete(void*) {}
+
+at::Tensor makeTensorOver(c10::Storage storage, c10::DispatchKey key, const at::Tensor& like_meta,
+                          c10::IntArrayRef sizes, c10::IntArrayRef strides, int64_t offset) {
+  auto tensor = at::detail::make_tensor<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(key),
+                                                         like_meta.dtype());
+  tensor.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides, offset);
+  if (like_meta.is_conj()) tensor._set_conj(true);
+  if (like_meta.is_neg()) tensor._set_neg(true);
+  return tensor;
+}
+
+}  // namespace
+
+bool isNeuron(const at::Tensor& t) { return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1; }
+
+at::Tensor cpuAlias(const at::Tensor& t) {
+  if (!isNeuron(t)) return t;
+  c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+  c10::DataPtr borrowed(storage->mutable_data(), nullptr, &noDelete, c10::Device(c10::DeviceType::CPU));
+  auto alias_storage = c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), storage->nbytes(),
+                                                             std::move(borrowed), &neuronAllocator(),
+                                                             /*resizable=*/storage->resizable());
+  return makeTensorOver(c10::Storage(std::move(alias_storage)), c10::DispatchKey::CPU, t, t.sizes(), t.strides(),
+                        t.storage_offset());
+}
+
+void syncFromAlias(const at::Tensor& alias, const at::Tensor& t) {
+  if (!isNeuron(t)) return;
+  c10::StorageImpl* alias_storage = alias.storage().unsafeGetStorageImpl();
+  c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+  if (alias_storage->data() != storage->data() || alias_storage->nbytes() != storage->nbytes()) {
+    // The kernel resized its output: the new block came from the neuron
+    // allocator (see cpuAlias), so it moves over as it is.
+    c10::DataPtr grown = alias_storage->set_data_ptr(c10::DataPtr());
+    if (grown.device().type() != c10::DeviceType::PrivateUse1) {
+      // Memory from the CPU allocator (a kernel that replaced the storage):
+      // adopt it as device memory of this core.
+      grown = adoptHostMemory(std::move(grown), alias_storage->nbytes(), t.device().index());
+    }
+    storage->set_data_ptr_noswap(std::move(grown));
+    storage->set_nbytes(alias_storage->nbytes());
+  }
+  auto* impl = t.unsafeGetTensorImpl();
+  if (impl->sizes() != alias.sizes() || impl->strides() != alias.strides() ||
+      impl->storage_offset() != alias.storage_offset()) {
+    impl->set_sizes_and_strides(alias.sizes(), alias.strides(), alias.storage_offset());
+  }
+}
+
+at::Tensor fromCpuResult(const at::Tensor& result, c10::DeviceIndex device,
+                         c10::ArrayRef<std::pair<at::Tensor, at::Tensor>> alias_of_input) {
+  if (!result.defined()) return result;
+  TORCH_CHECK(result.device().is_cpu(), "internal error: expected a CPU kernel result, got ", result.device());
+  TORCH_CHECK(result.layout() == c10::kStrided, "neuron tensors are strided; the kernel returned layout ",
+              result.layout());
+  const c10::StorageImpl* result_storage = result.storage().unsafeGetStorageImpl();
+  for (const auto& [input, alias] : alias_of_input) {
+    if (alias.defined() && alias.storage().unsafeGetStorageImpl() == result_storage) {
+      return makeTensorOver(input.storage(), c10::DispatchKey::PrivateUse1, result, result.sizes(), result.strides(),
+                            result.storage_offset());
+    }
+  }
+  const size_t nbytes = result.storage().nbytes();
+  c10::DataPtr memory;
+  if (result.storage().use_count() == 1 && result.storage().resizable() && nbytes > 0) {
+    memory = adoptHostMemory(result.storage().unsafeGetStorageImpl()->set_data_ptr(c10::DataPtr()), nbytes, device);
+  } else {
+    // Shared (a kernel kept a reference) or not ours to take: copy it.
+    memory = neuronAllocator().allocateOn(device, nbytes);
+    if (nbytes > 0) std::memcpy(memory.get(), result.storage().data(), nbytes);
+  }
+  auto storage = c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), nbytes, std::move(memory),
+                                                       &neuronAllocator(), /*resizable=*/true);
+  return makeTensorOver(c10::Storage(std::move(storage)), c10::DispatchKey::PrivateUse1, result, result.sizes(),
+                        result.strides(), result.storage_offset());
+}
+
+}  // namespace torch_neuronx

@@ -1,0 +1,54 @@
+// Tensor allocation on neuron: every device tensor's memory comes from here
+// (or is adopted by CpuAlias.cpp), so memory stats and capacity stay true.
+#include <ATen/EmptyTensor.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "aten/core/NeuronAllocator.h"
+#include "aten/core/NeuronGuard.h"
+
+namespace torch_neuronx {
+namespace {
+
+constexpr c10::DispatchKeySet kNeuronKeys(c10::DispatchKey::PrivateUse1);
+
+c10::DeviceIndex targetDevice(std::optional<c10::Device> device) {
+  const auto index = (device && device->has_index()) ? device->index() : currentDevice();
+  checkDeviceIndex(index);
+  return index;
+}
+
+void checkLayout(std::optional<c10::Layout> layout) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!layout || *layout == c10::kStrided, "neuron tensors must be strided, got layout ",
+                              *layout);
+}
+
+at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                 std::optional<c10::Device> device, std::optional<bool> pin_memory,
+                 std::optional<c10::MemoryFormat> memory_format) {
+  checkLayout(layout);
+  TORCH_CHECK(!pin_memory.value_or(false), "only CPU tensors can be pinned");
+  const auto index = targetDevice(device);
+  c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, index));
+  return at::detail::empty_generic(size, &neuronAllocator(), kNeuronKeys, c10::dtype_or_default(dtype), memory_format);
+}
+
+at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
+                        std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                        std::optional<bool> pin_memory) {
+  checkLayout(layout);
+  TORCH_CHECK(!pin_memory.value_or(false), "only CPU tensors can be pinned");
+  const auto index = targetDevice(device);
+  c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, index));
+  return at::detail::empty_strided_generic(size, stride, &neuronAllocator(), kNeuronKeys,
+                                           c10::dtype_or_default(dtype));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(empty));
+  m.impl("empty_strided", TORCH_FN(emptyStrided));
+}
+
+}  // namespace torch_neuronx

@@ -1,0 +1,143 @@
+// The boxed fallback for every op without a native neuron kernel: the op's
+// ATen CPU kernel runs directly on device memory through zero-copy aliases
+// (CpuAlias.h). Nothing is copied to or from the host.
+//
+// It also does what a device backend must: check that tensors are on one
+// core, run on that core, and give random ops the core's generator.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "aten/core/NeuronGenerator.h"
+#include "aten/core/NeuronGuard.h"
+#include "aten/ops/CpuAlias.h"
+#include "aten/ops/FallbackAccounting.h"
+
+namespace torch_neuronx {
+namespace {
+
+using c10::IValue;
+
+bool isGeneratorArgument(const c10::Argument& argument) {
+  c10::TypePtr type = argument.real_type();
+  if (type->kind() == c10::OptionalType::Kind) type = type->expectRef<c10::OptionalType>().getElementType();
+  return type->kind() == c10::GeneratorType::Kind;
+}
+
+struct CallState {
+  const c10::OperatorHandle& op;
+  std::optional<c10::DeviceIndex> device;
+  std::optional<c10::ScalarType> unsupported_dtype;
+  // (neuron tensor, its CPU alias) for every tensor argument.
+  std::vector<std::pair<at::Tensor, at::Tensor>> aliases;
+};
+
+void claimDevice(CallState& state, const at::Tensor& t, const c10::Argument& argument) {
+  const auto index = t.device().index();
+  if (!state.device) {
+    state.device = index;
+    return;
+  }
+  TORCH_CHECK(*state.device == index, "Expected all tensors to be on the same device, but found at least two ",
+              "devices, neuron:", static_cast<int>(*state.device), " and neuron:", static_cast<int>(index), " (in ",
+              c10::toString(state.op.operator_name()), ", argument '", argument.name(), "')");
+}
+
+// Checks one tensor argument and returns what the CPU kernel gets instead.
+at::Tensor bridgeTensor(CallState& state, const at::Tensor& t, const c10::Argument& argument, bool cpu_allowed) {
+  if (!t.defined()) return t;
+  if (!isNeuron(t)) {
+    TORCH_CHECK(cpu_allowed || (t.device().is_cpu() && t.dim() == 0), "Expected all tensors to be on the same ",
+                "device, but got ", t.device(), " for argument '", argument.name(), "' of ",
+                c10::toString(state.op.operator_name()), ", where a neuron tensor is required");
+    return t;
+  }
+  claimDevice(state, t, argument);
+  if (!state.unsupported_dtype && lacksHardwareSupport(t.scalar_type())) state.unsupported_dtype = t.scalar_type();
+  at::Tensor alias = cpuAlias(t);
+  state.aliases.emplace_back(t, alias);
+  return alias;
+}
+
+IValue bridgeArgument(CallState& state, const IValue& value, const c10::Argument& argument) {
+  if (value.isTensor()) return bridgeTensor(state, value.toTensor(), argument, false);
+  if (value.isTensorList()) {
+    c10::List<at::Tensor> bridged;
+    for (const at::Tensor& t : value.toTensorList()) bridged.push_back(bridgeTensor(state, t, argument, false));
+    return bridged;
+  }
+  if (value.isOptionalTensorList()) {
+    // Index lists may stay on the CPU, as CUDA allows.
+    c10::List<std::optional<at::Tensor>> bridged;
+    for (const std::optional<at::Tensor>& t : value.toOptionalTensorList()) {
+      bridged.push_back(t.has_value() ? std::optional<at::Tensor>(bridgeTensor(state, *t, argument, true))
+                                      : std::nullopt);
+    }
+    return bridged;
+  }
+  if (value.isDevice() && value.toDevice().type() == c10::DeviceType::PrivateUse1) {
+    const auto device = value.toDevice();
+    if (!state.device) state.device = device.has_index() ? device.index() : currentDevice();
+    return c10::Device(c10::DeviceType::CPU);
+  }
+  return value;
+}
+
+IValue resultToNeuron(CallState& state, const IValue& value) {
+  auto convert = [&](const at::Tensor& t) -> at::Tensor {
+    for (const auto& [original, alias] : state.aliases) {
+      if (alias.defined() && t.unsafeGetTensorImpl() == alias.unsafeGetTensorImpl()) return original;
+    }
+    return fromCpuResult(t, *state.device, state.aliases);
+  };
+  if (value.isTensor()) return convert(value.toTensor());
+  if (value.isTensorList()) {
+    c10::List<at::Tensor> converted;
+    for (const at::Tensor& t : value.toTensorList()) converted.push_back(convert(t));
+    return converted;
+  }
+  return value;
+}
+
+void hostKernelFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const auto& arguments = schema.arguments();
+  const size_t first = stack->size() - arguments.size();
+  CallState state{op, std::nullopt, std::nullopt, {}};
+  std::vector<size_t> generator_slots;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (isGeneratorArgument(arguments[i])) {
+      generator_slots.push_back(first + i);
+      continue;
+    }
+    (*stack)[first + i] = bridgeArgument(state, (*stack)[first + i], arguments[i]);
+  }
+  if (!state.device) state.device = currentDevice();
+  for (size_t slot : generator_slots) {
+    IValue& value = (*stack)[slot];
+    std::optional<at::Generator> generator;
+    if (value.isGenerator()) generator = value.toGenerator();
+    value = engineFor(generator, *state.device);
+  }
+  TORCH_CHECK_NOT_IMPLEMENTED(op.hasKernelForDispatchKey(c10::DispatchKey::CPU), "The operator '",
+                              c10::toString(op.operator_name()), "' is not implemented for the neuron device");
+  if (state.unsupported_dtype) noteCpuFallback(c10::toString(op.operator_name()), *state.unsupported_dtype);
+
+  c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, *state.device));
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (arguments[i].alias_info() && arguments[i].alias_info()->isWrite()) {
+      for (const auto& [original, alias] : state.aliases) syncFromAlias(alias, original);
+      break;
+    }
+  }
+  const size_t returns = schema.returns().size();
+  for (size_t i = stack->size() - returns; i < stack->size(); ++i) (*stack)[i] = resultToNeuron(state, (*stack)[i]);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&hostKernelFallback>()); }
+
+}  // namespace torch_neuronx

@@ -1,0 +1,72 @@
+// torch_neuronx._C: the few runtime facts the Python layer needs that torch's
+// generic device APIs do not expose (topology, per-core memory, fallbacks).
+// Loading this module registers the device with torch through the static
+// initialisers of aten/ (guard, hooks, allocators, kernels, autocast).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <torch/csrc/Generator.h>
+
+#include "aten/core/NeuronAllocator.h"
+#include "aten/core/NeuronGenerator.h"
+#include "aten/core/NeuronGuard.h"
+#include "aten/core/NeuronHostAllocator.h"
+#include "aten/ops/FallbackAccounting.h"
+#include "runtime/Runtime.h"
+
+namespace py = pybind11;
+
+namespace torch_neuronx {
+namespace {
+
+py::dict topologyInfo() {
+  const auto& topology = nrt::Topology::instance();
+  py::dict info;
+  info["valid"] = topology.valid();
+  info["error"] = topology.error();
+  if (!topology.valid()) return info;
+  info["platform"] = topology.platform().name;
+  info["lnc"] = topology.lnc();
+  info["chips"] = topology.chips();
+  info["device_name"] = topology.deviceName();
+  info["bf16_tflops_per_core"] = topology.platform().bf16_tflops_per_physical_core * topology.lnc();
+  py::list cores;
+  for (int i = 0; i < topology.coreCount(); ++i) {
+    const auto& core = topology.core(i);
+    py::dict entry;
+    entry["logical_id"] = core.logical_id;
+    entry["chip"] = core.chip;
+    entry["physical_cores"] = py::make_tuple(core.physical_first, core.physical_first + core.physical_count - 1);
+    entry["hbm_bytes"] = core.hbm_bytes;
+    cores.append(entry);
+  }
+  info["cores"] = cores;
+  return info;
+}
+
+nrt::DeviceMemory& memory(int device) {
+  checkDeviceIndex(static_cast<c10::DeviceIndex>(device));
+  return nrt::Runtime::instance().memory(device);
+}
+
+}  // namespace
+}  // namespace torch_neuronx
+
+PYBIND11_MODULE(_C, m) {
+  using namespace torch_neuronx;
+  m.doc() = "The emulated NeuronCore runtime behind torch's 'neuron' device";
+  m.def("_topology", &topologyInfo);
+  m.def("_device_count", [] { return static_cast<int>(deviceCount()); });
+  m.def("_check_device", [](int device) { checkDeviceIndex(static_cast<c10::DeviceIndex>(device)); });
+  m.def("_capacity", [](int device) { return memory(device).capacity(); });
+  m.def("_set_memory_fraction", [](double fraction, int device) { memory(device).setFraction(fraction); });
+  m.def("_kernels_submitted", [](int device) { return nrt::Streams::instance().submitted(device); });
+  m.def("_is_pinned", [](uintptr_t address) { return hostAllocator().isPinned(reinterpret_cast<void*>(address)); });
+  m.def("_default_generator", [](int device) {
+    checkDeviceIndex(static_cast<c10::DeviceIndex>(device));
+    return py::reinterpret_steal<py::object>(
+        THPGenerator_initDefaultGenerator(defaultGenerator(static_cast<c10::DeviceIndex>(device))));
+  });
+  m.def("_fallback_counts", &cpuFallbackCounts);
+  m.def("_reset_fallback_counts", &resetCpuFallbackCounts);
+}

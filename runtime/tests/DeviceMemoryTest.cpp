@@ -1,0 +1,108 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "runtime/Copy.h"
+#include "runtime/DeviceMemory.h"
+#include "runtime/Stream.h"
+
+using nrt::DeviceMemory;
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+TEST(DeviceMemory, StatsFollowAllocateAndFree) {
+  DeviceMemory memory(0, 64 * kMiB);
+  void* a = memory.allocate(1000);
+  auto stats = memory.stats();
+  EXPECT_EQ(stats.allocated_bytes.current, 1024);  // rounded to 512
+  EXPECT_EQ(stats.requested_bytes.current, 1000);
+  EXPECT_EQ(stats.reserved_bytes.current, 1024);
+  memory.free(a);
+  stats = memory.stats();
+  EXPECT_EQ(stats.allocated_bytes.current, 0);
+  EXPECT_EQ(stats.reserved_bytes.current, 1024);  // cached
+  EXPECT_EQ(stats.allocated_bytes.peak, 1024);
+  memory.emptyCache();
+  EXPECT_EQ(memory.stats().reserved_bytes.current, 0);
+}
+
+TEST(DeviceMemory, FreedBlocksAreReused) {
+  DeviceMemory memory(0, 64 * kMiB);
+  void* a = memory.allocate(3 * kMiB);
+  memory.free(a);
+  void* b = memory.allocate(3 * kMiB - 100);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(memory.stats().num_device_alloc, 1);
+  memory.free(b);
+}
+
+TEST(DeviceMemory, CapacityIsEnforcedAndNothingIsHarmed) {
+  DeviceMemory memory(0, 8 * kMiB);
+  auto* a = static_cast<unsigned char*>(memory.allocate(6 * kMiB));
+  std::memset(a, 7, 6 * kMiB);
+  EXPECT_THROW(memory.allocate(4 * kMiB), nrt::OutOfMemory);
+  EXPECT_EQ(memory.stats().num_ooms, 1);
+  EXPECT_EQ(a[6 * kMiB - 1], 7);
+  void* b = memory.allocate(2 * kMiB);  // still usable
+  EXPECT_NE(b, nullptr);
+  memory.free(a);
+  memory.free(b);
+}
+
+TEST(DeviceMemory, CacheIsReleasedBeforeFailing) {
+  DeviceMemory memory(0, 8 * kMiB);
+  memory.free(memory.allocate(6 * kMiB));
+  void* b = memory.allocate(4 * kMiB);  // only fits once the cached 6 MiB go
+  EXPECT_NE(b, nullptr);
+  EXPECT_EQ(memory.stats().num_alloc_retries, 1);
+  memory.free(b);
+}
+
+TEST(DeviceMemory, ExternalChargesCountAgainstCapacity) {
+  DeviceMemory memory(0, 4 * kMiB);
+  memory.chargeExternal(3 * kMiB);
+  EXPECT_THROW(memory.allocate(2 * kMiB), nrt::OutOfMemory);
+  memory.releaseExternal(3 * kMiB);
+  EXPECT_EQ(memory.stats().allocated_bytes.current, 0);
+}
+
+TEST(DeviceMemory, ThreadSafeUnderContention) {
+  DeviceMemory memory(0, 256 * kMiB);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&memory] {
+      for (int i = 0; i < 2000; ++i) memory.free(memory.allocate(512 + (i % 7) * 4096));
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(memory.stats().allocated_bytes.current, 0);
+  EXPECT_EQ(memory.stats().allocation.allocated, 8000);
+}
+
+TEST(DeviceMemory, OwnsItsBlocks) {
+  DeviceMemory memory(0, 8 * kMiB);
+  auto* a = static_cast<char*>(memory.allocate(4096));
+  EXPECT_TRUE(memory.owns(a + 100));
+  int local = 0;
+  EXPECT_FALSE(memory.owns(&local));
+  memory.free(a);
+}
+
+TEST(Copy, LargeCopiesAreExact) {
+  std::vector<unsigned> src(5'000'000), dst(5'000'000, 0);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned>(i * 2654435761u);
+  nrt::copyBytes(dst.data(), src.data(), src.size() * sizeof(unsigned));
+  EXPECT_EQ(src, dst);
+}
+
+TEST(Event, ElapsedTimeNeedsTimingAndRecording) {
+  nrt::Event start(true), end(true), untimed(false);
+  EXPECT_THROW(start.elapsedMs(end), std::logic_error);
+  start.record(0, 0);
+  end.record(0, 0);
+  EXPECT_GE(start.elapsedMs(end), 0.0);
+  untimed.record(0, 0);
+  EXPECT_THROW(start.elapsedMs(untimed), std::logic_error);
+}

@@ -1,0 +1,45 @@
+"""torch_neuronx: an emulated AWS NeuronCore as a native PyTorch device, "neuron".
+
+`import torch` loads this package through the `torch.backends` entry point
+(unless TORCH_DEVICE_BACKEND_AUTOLOAD=0; then `import torch_neuronx` does it).
+"""
+import os
+
+import torch
+
+# Hugging Face's torch_xla path must stay off: transformers would otherwise
+# start an XLA process group under torchrun (see the integration notes).
+os.environ.setdefault("USE_TORCH_XLA", "0")
+
+from . import _C  # noqa: E402  loads the runtime, kernels and device hooks
+from .reports import fallback_report, reset_fallback_report  # noqa: E402
+
+__all__ = ["fallback_report", "reset_fallback_report", "topology"]
+__version__ = "0.1.0"
+
+_registered = False
+
+
+def _register() -> None:
+    global _registered
+    if _registered:
+        return
+    _registered = True
+    torch.utils.rename_privateuse1_backend("neuron")
+    from . import neuron
+
+    torch._register_device_module("neuron", neuron)
+    torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+
+
+def _autoload() -> None:
+    """Entry point of the `torch.backends` group, called at the end of `import torch`."""
+    _register()
+
+
+def topology() -> dict:
+    """The emulated instance: platform, LNC and every visible logical NeuronCore."""
+    return _C._topology()
+
+
+_register()
