@@ -1,5 +1,6 @@
 #include "aten/core/NeuronAllocator.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -117,6 +118,39 @@ std::pair<size_t, size_t> NeuronAllocator::getMemoryInfo(c10::DeviceIndex device
 NeuronAllocator& neuronAllocator() {
   static NeuronAllocator allocator;
   return allocator;
+}
+
+namespace {
+class AliasGrowthAllocator final : public c10::Allocator {
+ public:
+  c10::DeviceIndex device = 0;
+  c10::DataPtr allocate(size_t nbytes) override {
+    c10::DataPtr ptr = neuronAllocator().allocateOn(device, nbytes);
+    ptr.unsafe_set_device(c10::Device(c10::DeviceType::CPU));
+    return ptr;
+  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    nrt::copyBytes(dest, src, count);
+  }
+};
+}  // namespace
+
+c10::Allocator& aliasGrowthAllocator(c10::DeviceIndex device) {
+  static std::array<AliasGrowthAllocator, kMaxDevices> allocators = [] {
+    std::array<AliasGrowthAllocator, kMaxDevices> all;
+    for (int i = 0; i < kMaxDevices; ++i) all[i].device = static_cast<c10::DeviceIndex>(i);
+    return all;
+  }();
+  return allocators.at(device);
+}
+
+bool isDeviceAllocation(const c10::DataPtr& ptr) {
+  return std::find(kDeleters.begin(), kDeleters.end(), ptr.get_deleter()) != kDeleters.end();
+}
+
+c10::DataPtr relabelAsDevice(c10::DataPtr&& ptr, c10::DeviceIndex device) {
+  ptr.unsafe_set_device(c10::Device(c10::DeviceType::PrivateUse1, device));
+  return std::move(ptr);
 }
 
 c10::DataPtr adoptHostMemory(c10::DataPtr&& host, size_t nbytes, c10::DeviceIndex device) {

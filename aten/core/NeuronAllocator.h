@@ -27,6 +27,14 @@ class NeuronAllocator final : public c10::DeviceAllocator {
 
 NeuronAllocator& neuronAllocator();
 
+// Allocates device memory of `device` but labels it as CPU memory: CPU
+// kernels that grow an aliased output (see ops/CpuAlias.h) must see a CPU
+// storage. relabelAsDevice() turns such a block back into device memory.
+c10::Allocator& aliasGrowthAllocator(c10::DeviceIndex device);
+// True for blocks from the neuron allocator, whatever their label.
+bool isDeviceAllocation(const c10::DataPtr& ptr);
+c10::DataPtr relabelAsDevice(c10::DataPtr&& ptr, c10::DeviceIndex device);
+
 // Wraps memory that an ATen CPU kernel allocated as device memory of `device`,
 // charging it to that core's stats and capacity (no copy).
 c10::DataPtr adoptHostMemory(c10::DataPtr&& host, size_t nbytes, c10::DeviceIndex device);

@@ -29,7 +29,7 @@ at::Tensor cpuAlias(const at::Tensor& t) {
   c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
   c10::DataPtr borrowed(storage->mutable_data(), nullptr, &noDelete, c10::Device(c10::DeviceType::CPU));
   auto alias_storage = c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), storage->nbytes(),
-                                                             std::move(borrowed), &neuronAllocator(),
+                                                             std::move(borrowed), &aliasGrowthAllocator(t.device().index()),
                                                              /*resizable=*/storage->resizable());
   return makeTensorOver(c10::Storage(std::move(alias_storage)), c10::DispatchKey::CPU, t, t.sizes(), t.strides(),
                         t.storage_offset());
@@ -43,11 +43,9 @@ void syncFromAlias(const at::Tensor& alias, const at::Tensor& t) {
     // The kernel resized its output: the new block came from the neuron
     // allocator (see cpuAlias), so it moves over as it is.
     c10::DataPtr grown = alias_storage->set_data_ptr(c10::DataPtr());
-    if (grown.device().type() != c10::DeviceType::PrivateUse1) {
-      // Memory from the CPU allocator (a kernel that replaced the storage):
-      // adopt it as device memory of this core.
-      grown = adoptHostMemory(std::move(grown), alias_storage->nbytes(), t.device().index());
-    }
+    grown = isDeviceAllocation(grown)
+                ? relabelAsDevice(std::move(grown), t.device().index())
+                : adoptHostMemory(std::move(grown), alias_storage->nbytes(), t.device().index());
     storage->set_data_ptr_noswap(std::move(grown));
     storage->set_nbytes(alias_storage->nbytes());
   }
@@ -74,7 +72,9 @@ at::Tensor fromCpuResult(const at::Tensor& result, c10::DeviceIndex device,
   const size_t nbytes = result.storage().nbytes();
   c10::DataPtr memory;
   if (result.storage().use_count() == 1 && result.storage().resizable() && nbytes > 0) {
-    memory = adoptHostMemory(result.storage().unsafeGetStorageImpl()->set_data_ptr(c10::DataPtr()), nbytes, device);
+    c10::DataPtr host = result.storage().unsafeGetStorageImpl()->set_data_ptr(c10::DataPtr());
+    memory = isDeviceAllocation(host) ? relabelAsDevice(std::move(host), device)
+                                      : adoptHostMemory(std::move(host), nbytes, device);
   } else {
     // Shared (a kernel kept a reference) or not ours to take: copy it.
     memory = neuronAllocator().allocateOn(device, nbytes);

@@ -12,6 +12,7 @@
 #include "aten/core/NeuronGuard.h"
 #include "aten/ops/CpuAlias.h"
 #include "aten/ops/FallbackAccounting.h"
+#include "aten/ops/HostKernelFallback.h"
 
 namespace torch_neuronx {
 namespace {
@@ -137,6 +138,26 @@ void hostKernelFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack)
 }
 
 }  // namespace
+
+void routeStructuredOpsToHostKernels() {
+  static std::unique_ptr<torch::Library> library;
+  if (library) return;
+  library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__,
+                                             __LINE__);
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    if (name.name.rfind("aten::", 0) != 0) continue;
+    auto op = dispatcher.findOp(name);
+    if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
+        op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) ||
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) {
+      continue;
+    }
+    const std::string unqualified =
+        name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
+    library->impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&hostKernelFallback>());
+  }
+}
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&hostKernelFallback>()); }
 

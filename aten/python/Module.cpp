@@ -12,6 +12,7 @@
 #include "aten/core/NeuronGuard.h"
 #include "aten/core/NeuronHostAllocator.h"
 #include "aten/ops/FallbackAccounting.h"
+#include "aten/ops/HostKernelFallback.h"
 #include "runtime/Runtime.h"
 
 namespace py = pybind11;
@@ -55,6 +56,7 @@ nrt::DeviceMemory& memory(int device) {
 PYBIND11_MODULE(_C, m) {
   using namespace torch_neuronx;
   m.doc() = "The emulated NeuronCore runtime behind torch's 'neuron' device";
+  routeStructuredOpsToHostKernels();
   m.def("_topology", &topologyInfo);
   m.def("_device_count", [] { return static_cast<int>(deviceCount()); });
   m.def("_check_device", [](int device) { checkDeviceIndex(static_cast<c10::DeviceIndex>(device)); });

@@ -1,0 +1,159 @@
+// Unboxed kernels for the ops that dominate eager models (binary arithmetic,
+// matmuls). They do what the boxed fallback does, without boxing the
+// arguments and, for functional ops, without computing the output's shape
+// twice: eager per-op overhead stays close to the CPU device's.
+#include <ATen/core/Tensor.h>
+#include <c10/util/string_view.h>
+
+#include <ATen/ops/add_cpu_dispatch.h>
+#include <ATen/ops/addmm_cpu_dispatch.h>
+#include <ATen/ops/bmm_cpu_dispatch.h>
+#include <ATen/ops/div_cpu_dispatch.h>
+#include <ATen/ops/mm_cpu_dispatch.h>
+#include <ATen/ops/mul_cpu_dispatch.h>
+#include <ATen/ops/sub_cpu_dispatch.h>
+#include <torch/library.h>
+
+#include "aten/ops/CpuAlias.h"
+#include "aten/ops/FallbackAccounting.h"
+
+namespace torch_neuronx {
+namespace {
+
+// The core all neuron tensors of a call are on; checks them as the boxed
+// fallback does (one core; CPU tensors only as 0-dim scalars).
+struct DeviceOfCall {
+  const char* op;
+  int device = -1;
+
+  void visit(const at::Tensor& t) {
+    if (!t.defined()) return;
+    if (!isNeuron(t)) {
+      TORCH_CHECK(t.device().is_cpu() && t.dim() == 0, "Expected all tensors to be on the same device, but got ",
+                  t.device(), " in ", op, ", where a neuron tensor is required");
+      return;
+    }
+    const int index = t.device().index();
+    TORCH_CHECK(device < 0 || device == index, "Expected all tensors to be on the same device, but found at least ",
+                "two devices, neuron:", device, " and neuron:", index, " (in ", op, ")");
+    device = index;
+    if (C10_UNLIKELY(lacksHardwareSupport(t.scalar_type()))) noteCpuFallback(op, t.scalar_type());
+  }
+};
+
+template <typename... Tensors>
+c10::DeviceIndex deviceOf(const char* op, const Tensors&... tensors) {
+  DeviceOfCall call{op};
+  (call.visit(tensors), ...);
+  return static_cast<c10::DeviceIndex>(call.device);
+}
+
+#define NEURON_BINARY_OP(name, schema)                                                                   \
+  at::Tensor name(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {         \
+    const auto device = deviceOf(schema, self, other);                                              \
+    return fromCpuResult(at::cpu::name(cpuAlias(self), cpuAlias(other), alpha), device);             \
+  }                                                                                                   \
+  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {          \
+    deviceOf(schema "_", self, other);                                                              \
+    at::Tensor alias = cpuAlias(self);                                                                \
+    at::cpu::name##_(alias, cpuAlias(other), alpha);                                                  \
+    return self;                                                                                      \
+  }                                                                                                   \
+  at::Tensor& name##Out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha,    \
+                        at::Tensor& out) {                                                            \
+    deviceOf(schema ".out", self, other, out);                                                      \
+    at::Tensor alias = cpuAlias(out);                                                                 \
+    at::cpu::name##_out(alias, cpuAlias(self), cpuAlias(other), alpha);                               \
+    syncFromAlias(alias, out);                                                                        \
+    return out;                                                                                       \
+  }
+
+#define NEURON_PLAIN_BINARY_OP(name, schema)                                                             \
+  at::Tensor name(const at::Tensor& self, const at::Tensor& other) {                                  \
+    const auto device = deviceOf(schema, self, other);                                              \
+    return fromCpuResult(at::cpu::name(cpuAlias(self), cpuAlias(other)), device);                    \
+  }                                                                                                   \
+  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other) {                                   \
+    deviceOf(schema "_", self, other);                                                              \
+    at::Tensor alias = cpuAlias(self);                                                                \
+    at::cpu::name##_(alias, cpuAlias(other));                                                         \
+    return self;                                                                                      \
+  }                                                                                                   \
+  at::Tensor& name##Out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {          \
+    deviceOf(schema ".out", self, other, out);                                                      \
+    at::Tensor alias = cpuAlias(out);                                                                 \
+    at::cpu::name##_out(alias, cpuAlias(self), cpuAlias(other));                                      \
+    syncFromAlias(alias, out);                                                                        \
+    return out;                                                                                       \
+  }
+
+NEURON_BINARY_OP(add, "aten::add")
+NEURON_BINARY_OP(sub, "aten::sub")
+NEURON_PLAIN_BINARY_OP(mul, "aten::mul")
+NEURON_PLAIN_BINARY_OP(div, "aten::div")
+
+at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
+  const auto device = deviceOf("aten::mm", self, mat2);
+  return fromCpuResult(at::cpu::mm(cpuAlias(self), cpuAlias(mat2)), device);
+}
+
+at::Tensor& mmOut(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  deviceOf("aten::mm.out", self, mat2, out);
+  at::Tensor alias = cpuAlias(out);
+  at::cpu::mm_out(alias, cpuAlias(self), cpuAlias(mat2));
+  syncFromAlias(alias, out);
+  return out;
+}
+
+at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2) {
+  const auto device = deviceOf("aten::bmm", self, mat2);
+  return fromCpuResult(at::cpu::bmm(cpuAlias(self), cpuAlias(mat2)), device);
+}
+
+at::Tensor& bmmOut(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  deviceOf("aten::bmm.out", self, mat2, out);
+  at::Tensor alias = cpuAlias(out);
+  at::cpu::bmm_out(alias, cpuAlias(self), cpuAlias(mat2));
+  syncFromAlias(alias, out);
+  return out;
+}
+
+at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
+                 const at::Scalar& alpha) {
+  const auto device = deviceOf("aten::addmm", self, mat1, mat2);
+  return fromCpuResult(at::cpu::addmm(cpuAlias(self), cpuAlias(mat1), cpuAlias(mat2), beta, alpha), device);
+}
+
+at::Tensor& addmmOut(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
+                     const at::Scalar& alpha, at::Tensor& out) {
+  deviceOf("aten::addmm.out", self, mat1, mat2, out);
+  at::Tensor alias = cpuAlias(out);
+  at::cpu::addmm_out(alias, cpuAlias(self), cpuAlias(mat1), cpuAlias(mat2), beta, alpha);
+  syncFromAlias(alias, out);
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("add.Tensor", TORCH_FN(add));
+  m.impl("add_.Tensor", TORCH_FN(add_));
+  m.impl("add.out", TORCH_FN(addOut));
+  m.impl("sub.Tensor", TORCH_FN(sub));
+  m.impl("sub_.Tensor", TORCH_FN(sub_));
+  m.impl("sub.out", TORCH_FN(subOut));
+  m.impl("mul.Tensor", TORCH_FN(mul));
+  m.impl("mul_.Tensor", TORCH_FN(mul_));
+  m.impl("mul.out", TORCH_FN(mulOut));
+  m.impl("div.Tensor", TORCH_FN(div));
+  m.impl("div_.Tensor", TORCH_FN(div_));
+  m.impl("div.out", TORCH_FN(divOut));
+  m.impl("mm", TORCH_FN(mm));
+  m.impl("mm.out", TORCH_FN(mmOut));
+  m.impl("bmm", TORCH_FN(bmm));
+  m.impl("bmm.out", TORCH_FN(bmmOut));
+  m.impl("addmm", TORCH_FN(addmm));
+  m.impl("addmm.out", TORCH_FN(addmmOut));
+}
+
+}  // namespace torch_neuronx
