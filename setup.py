@@ -5,6 +5,7 @@ also carries the package metadata and the entry points that make `import torch`
 load the plugin.
 """
 import glob
+import os
 
 from setuptools import find_packages, setup
 
@@ -14,6 +15,9 @@ ENTRY_POINTS = {
 
 
 def extensions():
+    # Building must not autoload a previously installed torch_neuronx (or this
+    # unbuilt source tree) through torch's device-backend entry point.
+    os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
     from torch.utils.cpp_extension import BuildExtension, CppExtension
 
     sources = sorted(glob.glob("runtime/*.cpp") + glob.glob("aten/**/*.cpp", recursive=True))
