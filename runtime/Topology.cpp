@@ -45,7 +45,9 @@ std::vector<int> parseCoreList(const std::string& text, const char* variable) {
   auto bad = [&](const std::string& why) {
     return std::invalid_argument(std::string(variable) + "='" + text + "' is invalid: " + why);
   };
+  if (!text.empty() && text.back() == ',') throw bad("empty entry");
   while (std::getline(items, item, ',')) {
+    if (item.empty()) throw bad("empty entry");
     auto dash = item.find('-');
     try {
       std::size_t used = 0;

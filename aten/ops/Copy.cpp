@@ -50,4 +50,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from_and_resize", TORCH_FN(copyFromAndResize));
 }
 
+// copyFrom honours conjugate and negative bits itself (its CPU aliases carry
+// them). Without these fallthroughs the conjugate/negative fallbacks would
+// materialise the source by cloning it, and a clone is a copy: endless recursion.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
 }  // namespace torch_neuronx

@@ -120,7 +120,7 @@ void hostKernelFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack)
     if (value.isGenerator()) generator = value.toGenerator();
     value = engineFor(generator, *state.device);
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(op.hasKernelForDispatchKey(c10::DispatchKey::CPU), "The operator '",
+  TORCH_CHECK_NOT_IMPLEMENTED(op.hasComputedKernelForDispatchKey(c10::DispatchKey::CPU), "The operator '",
                               c10::toString(op.operator_name()), "' is not implemented for the neuron device");
   if (state.unsupported_dtype) noteCpuFallback(c10::toString(op.operator_name()), *state.unsupported_dtype);
 
@@ -137,6 +137,26 @@ void hostKernelFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack)
   for (size_t i = stack->size() - returns; i < stack->size(); ++i) (*stack)[i] = resultToNeuron(state, (*stack)[i]);
 }
 
+bool returnsAView(const c10::FunctionSchema& schema) {
+  for (const auto& result : schema.returns()) {
+    if (result.alias_info() && !result.alias_info()->isWrite()) return true;
+  }
+  return false;
+}
+
+// Ops that have a CPU kernel but reach PrivateUse1 through a generic kernel:
+// structured ops (shape, allocate, .out), and ops whose CompositeExplicit
+// kernel is a decomposition (native_layer_norm, addr, ...) that would round
+// differently from the CPU device and run several kernels instead of one.
+bool reachesNeuronGenerically(const c10::OperatorHandle& op) {
+  using c10::DispatchKey;
+  if (!op.hasKernelForDispatchKey(DispatchKey::CPU) || op.hasKernelForDispatchKey(DispatchKey::PrivateUse1)) {
+    return false;
+  }
+  return op.hasKernelForDispatchKey(DispatchKey::CompositeExplicitAutogradNonFunctional) ||
+         (op.hasKernelForDispatchKey(DispatchKey::CompositeExplicitAutograd) && !returnsAView(op.schema()));
+}
+
 }  // namespace
 
 void routeStructuredOpsToHostKernels() {
@@ -148,15 +168,13 @@ void routeStructuredOpsToHostKernels() {
   for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
     if (name.name.rfind("aten::", 0) != 0) continue;
     auto op = dispatcher.findOp(name);
-    if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
-        op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) ||
-        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) {
-      continue;
-    }
+    if (!op || !reachesNeuronGenerically(*op)) continue;
     const std::string unqualified =
         name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
     library->impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&hostKernelFallback>());
   }
+  // mode's out= form has a generic kernel that rejects devices it does not know.
+  library->impl("mode.values", torch::CppFunction::makeFromBoxedFunction<&hostKernelFallback>());
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&hostKernelFallback>()); }

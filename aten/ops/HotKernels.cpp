@@ -25,6 +25,7 @@ namespace {
 struct DeviceOfCall {
   const char* op;
   int device = -1;
+  std::optional<c10::ScalarType> unsupported;
 
   void visit(const at::Tensor& t) {
     if (!t.defined()) return;
@@ -37,7 +38,7 @@ struct DeviceOfCall {
     TORCH_CHECK(device < 0 || device == index, "Expected all tensors to be on the same device, but found at least ",
                 "two devices, neuron:", device, " and neuron:", index, " (in ", op, ")");
     device = index;
-    if (C10_UNLIKELY(lacksHardwareSupport(t.scalar_type()))) noteCpuFallback(op, t.scalar_type());
+    if (C10_UNLIKELY(lacksHardwareSupport(t.scalar_type()))) unsupported = t.scalar_type();
   }
 };
 
@@ -45,6 +46,7 @@ template <typename... Tensors>
 c10::DeviceIndex deviceOf(const char* op, const Tensors&... tensors) {
   DeviceOfCall call{op};
   (call.visit(tensors), ...);
+  if (C10_UNLIKELY(call.unsupported.has_value())) noteCpuFallback(op, *call.unsupported);
   return static_cast<c10::DeviceIndex>(call.device);
 }
 

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <torch/csrc/Event.h>
 #include <torch/csrc/Generator.h>
 
 #include "aten/core/NeuronAllocator.h"
@@ -68,6 +69,16 @@ PYBIND11_MODULE(_C, m) {
     checkDeviceIndex(static_cast<c10::DeviceIndex>(device));
     return py::reinterpret_steal<py::object>(
         THPGenerator_initDefaultGenerator(defaultGenerator(static_cast<c10::DeviceIndex>(device))));
+  });
+  // torch.Event.elapsed_time accepts only exact torch.Event arguments; the
+  // torch.neuron.Event subclass measures through this instead.
+  m.def("_event_elapsed_time", [](py::handle start, py::handle end) {
+    TORCH_CHECK(THPEvent_Check(start.ptr()) && THPEvent_Check(end.ptr()), "elapsed_time expects torch.Event objects");
+    const c10::Event& first = reinterpret_cast<THPEvent*>(start.ptr())->event;
+    const c10::Event& last = reinterpret_cast<THPEvent*>(end.ptr())->event;
+    TORCH_CHECK(first.flag() == c10::EventFlag::BACKEND_DEFAULT && last.flag() == c10::EventFlag::BACKEND_DEFAULT,
+                "Both events must be created with argument 'enable_timing=True'");
+    return first.elapsedTime(last);
   });
   m.def("_fallback_counts", &cpuFallbackCounts);
   m.def("_reset_fallback_counts", &resetCpuFallbackCounts);

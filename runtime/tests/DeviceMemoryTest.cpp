@@ -53,8 +53,8 @@ TEST(DeviceMemory, CapacityIsEnforcedAndNothingIsHarmed) {
 
 TEST(DeviceMemory, CacheIsReleasedBeforeFailing) {
   DeviceMemory memory(0, 8 * kMiB);
-  memory.free(memory.allocate(6 * kMiB));
-  void* b = memory.allocate(4 * kMiB);  // only fits once the cached 6 MiB go
+  memory.free(memory.allocate(7 * kMiB));  // an 8 MiB segment, too large to reuse below
+  void* b = memory.allocate(2 * kMiB);     // only fits once the cached segment goes
   EXPECT_NE(b, nullptr);
   EXPECT_EQ(memory.stats().num_alloc_retries, 1);
   memory.free(b);

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from .. import _C
 from ._utils import _get_device_index
 
 
@@ -39,6 +40,10 @@ class Event(torch.Event):
         index = _get_device_index(device, optional=True)
         return super().__new__(cls, device=torch.device("neuron", index), enable_timing=enable_timing,
                                blocking=blocking, interprocess=interprocess)
+
+    def elapsed_time(self, end_event: torch.Event) -> float:
+        """Milliseconds from this event to `end_event`; both need enable_timing=True."""
+        return _C._event_elapsed_time(self, end_event)
 
 
 def _as_neuron_stream(stream: torch.Stream) -> Stream:

@@ -1,0 +1,770 @@
+"""OpInfo conformance sweep: every OpInfo of PyTorch's op_db, run on CPU and on
+neuron, results compared.
+
+For each OpInfo and each dtype in DTYPES that the op supports on CPU, the first
+MAX_SAMPLES sample inputs are run three ways:
+
+  contig     the sample as PyTorch builds it (strides preserved exactly)
+  noncontig  every tensor of dim >= 1 replaced by a strided slice of a buffer
+             twice as large (same values), on both devices (first MAX_VARIANT_SAMPLES)
+  out        for ops with supports_out: out= tensors of the CPU result's
+             shape/dtype, allocated on the device (first MAX_VARIANT_SAMPLES)
+
+A check compares the results (moved back to CPU; torch.testing.assert_close with
+equal_nan=True and the dtype's default tolerances) and the argument tensors
+afterwards (in-place semantics). CPU raising skips the check, unless neuron
+raises too, which counts as a pass. Neuron raising where CPU succeeded fails.
+Random ops, ops that return uninitialised memory and ops whose CPU result
+differs between two runs are compared on shape/dtype/device only.
+
+An (op, dtype) pair passes when all its checks pass; it is skipped (not
+counted) when no check could be made.
+
+The sweep runs in worker subprocesses (one per core, by default) so that a
+crash or hang in one op is recorded as that pair's failure and the sweep goes
+on. Usage:
+
+    python3 tests/opinfo_sweep.py [--ops REGEX] [--dtypes float32,bool] [--workers N] [-v]
+    python3 tests/test_opinfo_conformance.py          # same, the report only
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+DTYPE_NAMES = ("float32", "bfloat16", "int64", "bool")
+MAX_SAMPLES = int(os.environ.get("OPINFO_SWEEP_MAX_SAMPLES", "8"))
+MAX_VARIANT_SAMPLES = int(os.environ.get("OPINFO_SWEEP_MAX_VARIANT_SAMPLES", "3"))
+# Samples with more tensor elements than this (all tensors together) are skipped.
+MAX_SAMPLE_NUMEL = int(os.environ.get("OPINFO_SWEEP_MAX_SAMPLE_NUMEL", str(1 << 21)))
+SAMPLE_TIMEOUT_S = int(os.environ.get("OPINFO_SWEEP_SAMPLE_TIMEOUT_S", "20"))
+# Once a pair has used this much time, no further samples are drawn for it.
+PAIR_BUDGET_S = float(os.environ.get("OPINFO_SWEEP_PAIR_BUDGET_S", "20"))
+# A worker that reports nothing for this long is killed; its pair fails as a hang.
+WORKER_STALL_S = float(os.environ.get("OPINFO_SWEEP_WORKER_STALL_S", "90"))
+PASS_THRESHOLD = 0.98
+
+# Random ops (sampling from a distribution): compared on shape/dtype/device.
+# Matched on the whole op name so that normalize, __rand__, poisson_nll_loss
+# or signal.windows.exponential (deterministic) keep their value checks.
+RANDOM_OP_RE = re.compile(
+    r"^(rand\w*|normal|bernoulli|multinomial|uniform|exponential|geometric|cauchy|log_normal|poisson"
+    r"|(nn\.functional\.)?\w*dropout\w*|nn\.functional\.rrelu|svd_lowrank|pca_lowrank)$"
+)
+RANDOM_OP_EXCEPTIONS = {"native_dropout_backward"}  # deterministic: takes the mask as input
+# Ops whose result is (partly) uninitialised memory, beyond OpInfo.has_nondeterministic_output.
+UNINITIALISED_OPS = {"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided",
+                     "empty_permuted", "resize_", "resize_as_"}
+
+
+# Tensor arguments that ATen requires on the CPU whatever the device (as on
+# CUDA); OpInfo builds them with torch.tensor() on the CPU for every device.
+CPU_RESIDENT_ARGS = {
+    "tensor_split": {("args", 0)},  # tensor_indices_or_sections
+}
+
+
+class SampleTimeout(Exception):
+    pass
+
+
+class SkipSample(Exception):
+    pass
+
+
+# ----------------------------------------------------------------------------
+# Worker side (imports torch)
+# ----------------------------------------------------------------------------
+
+def _torch():
+    import torch
+    return torch
+
+
+def pair_name(op):
+    return op.name + ("." + op.variant_test_name if op.variant_test_name else "")
+
+
+def shape_only_reason(op):
+    if op.name in RANDOM_OP_EXCEPTIONS:
+        return None
+    if RANDOM_OP_RE.match(op.name):
+        return "random op"
+    if op.has_nondeterministic_output:
+        return "OpInfo.has_nondeterministic_output"
+    if op.name in UNINITIALISED_OPS:
+        return "returns uninitialised memory"
+    return None
+
+
+def iter_tensors(obj):
+    torch = _torch()
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            yield from iter_tensors(x)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            yield from iter_tensors(x)
+
+
+def check_in_scope(struct):
+    """Raises SkipSample for tensors this sweep does not handle."""
+    torch = _torch()
+    total = 0
+    for t in iter_tensors(struct):
+        if type(t) not in (torch.Tensor, torch.nn.Parameter):
+            raise SkipSample(f"tensor subclass {type(t).__name__} (out of scope)")
+        if t.layout != torch.strided:
+            raise SkipSample(f"non-strided layout {t.layout} (out of scope)")
+        if t.is_quantized:
+            raise SkipSample("quantized tensor (out of scope)")
+        if t.is_nested:
+            raise SkipSample("nested tensor (out of scope)")
+        if t.device.type != "cpu":
+            raise SkipSample(f"sample tensor on {t.device}")
+        total += t.numel()
+    if total > MAX_SAMPLE_NUMEL:
+        raise SkipSample(f"huge sample (> {MAX_SAMPLE_NUMEL} elements)")
+
+
+def _copy_tensor(t, device, noncontig):
+    """A copy of t on device with t's exact strides (or, with noncontig, a
+    strided slice of a larger buffer holding the same values)."""
+    torch = _torch()
+    if t.is_conj() or t.is_neg():
+        t = t.resolve_conj().resolve_neg()
+    if noncontig and t.dim() >= 1 and t.numel() >= 2:
+        dims = [d for d in range(t.dim()) if t.size(d) > 1]
+        d = dims[-1]
+        shape = list(t.shape)
+        shape[d] *= 2
+        base = torch.empty(shape, dtype=t.dtype, device=device)
+        if t.dtype == torch.bool:
+            base.fill_(True)
+        elif t.dtype.is_complex or t.dtype.is_floating_point:
+            base.fill_(7.25)
+        else:
+            base.fill_(77)
+        index = [slice(None)] * t.dim()
+        index[d] = slice(None, None, 2)
+        view = base[tuple(index)]
+        view.copy_(t)
+        assert not view.is_contiguous()
+        return view
+    if t.numel() == 0:
+        return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=device)
+    span = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
+    flat = t.as_strided((span,), (1,), t.storage_offset())
+    base = flat.clone() if device == "cpu" else flat.to(device)
+    return base.as_strided(t.size(), t.stride(), 0)
+
+
+def copy_struct(obj, device, noncontig=False):
+    """Deep copy of a sample's (input, args, kwargs) for one run on device.
+    Tensors are copied; CPU devices in device arguments become neuron."""
+    torch = _torch()
+    if isinstance(obj, torch.Tensor):
+        return _copy_tensor(obj, device, noncontig)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(copy_struct(x, device, noncontig) for x in obj))
+    if isinstance(obj, tuple):
+        return tuple(copy_struct(x, device, noncontig) for x in obj)
+    if isinstance(obj, list):
+        return [copy_struct(x, device, noncontig) for x in obj]
+    if isinstance(obj, dict):
+        return {k: copy_struct(v, device, noncontig) for k, v in obj.items()}
+    if device != "cpu":
+        if isinstance(obj, torch.device) and obj.type == "cpu":
+            return torch.device(device)
+        if isinstance(obj, str) and re.fullmatch(r"cpu(:\d+)?", obj):
+            return device  # e.g. Tensor.to("cpu", ...): the device under test
+    return obj
+
+
+def place_struct(op, struct, device, noncontig=False):
+    """copy_struct, but arguments that ATen requires on the CPU for every
+    device (CPU_RESIDENT_ARGS) stay there."""
+    inp, args, kwargs = struct
+    keep = CPU_RESIDENT_ARGS.get(op.name, ())
+    new_inp = copy_struct(inp, device, noncontig)
+    new_args = tuple(copy_struct(a, "cpu" if ("args", i) in keep else device, noncontig) for i, a in enumerate(args))
+    new_kwargs = {k: copy_struct(v, "cpu" if ("kwargs", k) in keep else device, noncontig)
+                  for k, v in kwargs.items()}
+    return new_inp, new_args, new_kwargs
+
+
+def _short(exc):
+    msg = str(exc).strip().splitlines()
+    first = msg[0] if msg else ""
+    # Drop the C++ location suffix of TORCH_CHECK messages.
+    first = re.sub(r"\s*\(Triggered internally at .*", "", first)
+    if len(first) > 200:
+        first = first[:197] + "..."
+    return f"{type(exc).__name__}: {first}"
+
+
+class Mismatch(Exception):
+    pass
+
+
+# The upstream device-vs-CPU comparisons whose OpInfo tolerance overrides
+# apply here too (test_compare_cpu: CUDA vs CPU; test_output_match: MPS vs CPU).
+DEVICE_VS_CPU_TESTS = {("TestCommon", "test_compare_cpu"), ("TestConsistency", "test_output_match")}
+
+
+def tolerance_override(op, dtype):
+    """(rtol, atol) that the OpInfo declares for comparing a device with the
+    CPU at this dtype, or None (then assert_close's dtype defaults apply)."""
+    from torch.testing._internal.common_device_type import toleranceOverride
+    found = []
+    for d in op.decorators:
+        if isinstance(d, toleranceOverride):
+            decorators = [d]
+        elif (getattr(d, "cls_name", None), getattr(d, "test_name", None)) in DEVICE_VS_CPU_TESTS and (
+                getattr(d, "dtypes", None) is None or dtype in d.dtypes):
+            decorators = [x for x in getattr(d, "decorators", ()) if isinstance(x, toleranceOverride)]
+        else:
+            continue
+        for x in decorators:
+            if dtype in x.d:
+                found.append((x.d[dtype].rtol, x.d[dtype].atol))
+    if not found:
+        return None
+    return max(r for r, _ in found), max(a for _, a in found)
+
+
+def _tolerances(dtype, override):
+    torch = _torch()
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return 0.0, 0.0
+    from torch.testing._comparison import default_tolerances
+    rtol, atol = default_tolerances(dtype)
+    if override:
+        rtol, atol = max(rtol, override[0]), max(atol, override[1])
+    return rtol, atol
+
+
+def compare(expected, actual, shape_only, path="result", on_neuron=True, tol=None):
+    """Raises Mismatch where actual (from neuron) differs from expected (CPU).
+    on_neuron: result tensors must be on neuron (not for the arguments, some of
+    which stay on the CPU). tol: the op's (rtol, atol) override, if any."""
+    torch = _torch()
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(actual, torch.Tensor):
+            raise Mismatch(f"{path}: expected a tensor, got {type(actual).__name__}")
+        if on_neuron and actual.device.type != "neuron":
+            raise Mismatch(f"{path}: result tensor on {actual.device}, expected neuron")
+        if actual.layout != expected.layout:
+            raise Mismatch(f"{path}: layout {actual.layout} != {expected.layout}")
+        if actual.shape != expected.shape:
+            raise Mismatch(f"{path}: shape {tuple(actual.shape)} != {tuple(expected.shape)}")
+        if actual.dtype != expected.dtype:
+            raise Mismatch(f"{path}: dtype {actual.dtype} != {expected.dtype}")
+        if shape_only:
+            return
+        a = actual.cpu()
+        try:
+            rtol, atol = _tolerances(expected.dtype, tol)
+            torch.testing.assert_close(a, expected, rtol=rtol, atol=atol, equal_nan=True, check_device=False,
+                                       check_stride=False)
+        except AssertionError as e:
+            lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+            detail = "; ".join(lines[:3])[:200]
+            raise Mismatch(f"{path}: values differ ({detail})") from None
+        return
+    if isinstance(actual, torch.Tensor):
+        raise Mismatch(f"{path}: expected {type(expected).__name__}, got a tensor")
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
+            raise Mismatch(f"{path}: expected a sequence of {len(expected)}, got {type(actual).__name__}")
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            compare(e, a, shape_only, f"{path}[{i}]", on_neuron, tol)
+        return
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict) or set(actual) != set(expected):
+            raise Mismatch(f"{path}: dict keys differ")
+        for k in expected:
+            compare(expected[k], actual[k], shape_only, f"{path}[{k!r}]", on_neuron, tol)
+        return
+    if shape_only:
+        if type(actual) is not type(expected):
+            raise Mismatch(f"{path}: {type(actual).__name__} != {type(expected).__name__}")
+        return
+    if isinstance(expected, float) and isinstance(actual, float):
+        try:
+            rtol, atol = _tolerances(torch.float64, tol)
+            torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+        except AssertionError:
+            raise Mismatch(f"{path}: {actual!r} != {expected!r}") from None
+        return
+    if isinstance(expected, torch.device) or isinstance(actual, torch.device):
+        return  # the device is meant to differ
+    if isinstance(expected, str) and expected.startswith("cpu") and str(actual).startswith("neuron"):
+        return
+    if actual != expected:
+        raise Mismatch(f"{path}: {actual!r} != {expected!r}"[:200])
+
+
+def equal_runs(a, b):
+    """Whether two CPU results are identical (NaNs equal); for nondeterminism detection."""
+    torch = _torch()
+    try:
+        if isinstance(a, torch.Tensor):
+            if not isinstance(b, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+                return False
+            torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True, check_stride=False)
+            return True
+        if isinstance(a, (list, tuple)):
+            return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(equal_runs, a, b))
+        if isinstance(a, dict):
+            return isinstance(b, dict) and a.keys() == b.keys() and all(equal_runs(a[k], b[k]) for k in a)
+        return a == b or (a != a and b != b)
+    except Exception:
+        return False
+
+
+class _Alarm:
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def __enter__(self):
+        def handler(signum, frame):
+            raise SampleTimeout(f"timed out after {self.seconds}s")
+        self.old = signal.signal(signal.SIGALRM, handler)
+        signal.alarm(self.seconds)
+
+    def __exit__(self, *exc):
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, self.old)
+        return False
+
+
+def _call(op, struct, out=None):
+    inp, args, kwargs = struct
+    if out is not None:
+        kwargs = dict(kwargs, out=out)
+    return op(inp, *args, **kwargs)
+
+
+def _empty_like_result(result, device):
+    # Zero-filled rather than empty: some CPU out= kernels read the out tensor
+    # before writing all of it (fft.ihfftn with s=), and uninitialised memory
+    # would make CPU and neuron differ for reasons that are not the device's.
+    torch = _torch()
+    if isinstance(result, torch.Tensor):
+        return torch.zeros(result.shape, dtype=result.dtype, device=device)
+    if isinstance(result, (list, tuple)) and result and all(isinstance(r, torch.Tensor) for r in result):
+        return tuple(torch.zeros(r.shape, dtype=r.dtype, device=device) for r in result)
+    raise SkipSample("out=: result is not a tensor or tuple of tensors")
+
+
+class PairRun:
+    """Runs the checks of one (op, dtype) pair."""
+
+    def __init__(self, op, dtype):
+        self.op = op
+        self.dtype = dtype
+        self.shape_only = shape_only_reason(op)
+        self.nondeterminism_checked = self.shape_only is not None
+        self.tol = tolerance_override(op, dtype)
+        self.checks = 0
+        self.passed = 0
+        self.by_kind = collections.Counter()
+        self.skips = collections.Counter()
+        self.failure = None  # (kind, sample index, reason)
+        self.failures = []
+
+    def fail(self, kind, index, reason):
+        self.failures.append((kind, index, reason))
+        if self.failure is None:
+            self.failure = (kind, index, reason)
+
+    def run_check(self, kind, index, struct, cpu_reference=None):
+        """One check; returns the CPU result (or None when CPU raised)."""
+        torch = _torch()
+        op = self.op
+        noncontig = kind == "noncontig"
+        try:
+            with _Alarm(SAMPLE_TIMEOUT_S):
+                cpu_struct = place_struct(op, struct, "cpu", noncontig)
+                neu_struct = place_struct(op, struct, "neuron", noncontig)
+                if kind == "out":
+                    cpu_out = _empty_like_result(cpu_reference, "cpu")
+                    neu_out = _empty_like_result(cpu_reference, "neuron")
+        except SkipSample as e:
+            self.skips[f"{kind}: {e}"] += 1
+            return None
+        except Exception as e:  # noqa: BLE001
+            self.checks += 1
+            self.fail(kind, index, "preparing the sample on neuron: " + _short(e))
+            return None
+
+        cpu_exc = None
+        try:
+            with _Alarm(SAMPLE_TIMEOUT_S):
+                cpu_result = _call(op, cpu_struct, cpu_out if kind == "out" else None)
+        except Exception as e:  # noqa: BLE001  (includes SampleTimeout)
+            cpu_exc = e
+
+        if cpu_exc is None and not self.nondeterminism_checked and kind == "contig":
+            self.nondeterminism_checked = True
+            try:
+                with _Alarm(SAMPLE_TIMEOUT_S):
+                    again = _call(op, place_struct(op, struct, "cpu"))
+                if not equal_runs(cpu_result, again):
+                    self.shape_only = "CPU result differs between runs (nondeterministic)"
+            except Exception:  # noqa: BLE001
+                pass
+
+        neu_exc = None
+        try:
+            with _Alarm(SAMPLE_TIMEOUT_S):
+                neu_result = _call(op, neu_struct, neu_out if kind == "out" else None)
+        except Exception as e:  # noqa: BLE001
+            neu_exc = e
+
+        if cpu_exc is not None:
+            if isinstance(cpu_exc, SampleTimeout):
+                self.skips[f"{kind}: CPU timed out"] += 1
+            elif neu_exc is not None:
+                self.checks += 1
+                self.by_kind[kind] += 1
+                self.passed += 1  # both raise
+            else:
+                self.skips[f"{kind}: CPU raised, neuron did not"] += 1
+            return None
+        if any(t.layout != torch.strided for t in iter_tensors(cpu_result)):
+            self.skips[f"{kind}: CPU result has a non-strided layout (out of scope)"] += 1
+            return None
+        self.checks += 1
+        self.by_kind[kind] += 1
+        if neu_exc is not None:
+            self.fail(kind, index, _short(neu_exc))
+            return cpu_result
+        try:
+            with _Alarm(SAMPLE_TIMEOUT_S):
+                shape_only, tol = bool(self.shape_only), self.tol
+                if kind == "out":
+                    compare(cpu_out, neu_out, shape_only, "out", tol=tol)
+                else:
+                    compare(cpu_result, neu_result, shape_only, tol=tol)
+                compare(cpu_struct, neu_struct, shape_only, "arguments after the call", on_neuron=False, tol=tol)
+        except Mismatch as e:
+            self.fail(kind, index, str(e))
+            return cpu_result
+        except Exception as e:  # noqa: BLE001
+            self.fail(kind, index, "comparing results: " + _short(e))
+            return cpu_result
+        self.passed += 1
+        return cpu_result
+
+    def run(self):
+        op, dtype = self.op, self.dtype
+        start = time.monotonic()
+        try:
+            with _Alarm(SAMPLE_TIMEOUT_S * 2):
+                samples = list(itertools.islice(op.sample_inputs("cpu", dtype, requires_grad=False), MAX_SAMPLES))
+        except Exception as e:  # noqa: BLE001
+            self.skips["generating samples raised: " + _short(e)[:120]] += 1
+            samples = []
+        for index, sample in enumerate(samples):
+            if time.monotonic() - start > PAIR_BUDGET_S:
+                self.skips["pair time budget spent"] += len(samples) - index
+                break
+            struct = (sample.input, tuple(sample.args), dict(sample.kwargs))
+            try:
+                check_in_scope(struct)
+            except SkipSample as e:
+                self.skips[str(e)] += 1
+                continue
+            cpu_result = self.run_check("contig", index, struct)
+            if index < MAX_VARIANT_SAMPLES and any(t.dim() >= 1 and t.numel() >= 2 for t in iter_tensors(struct)):
+                self.run_check("noncontig", index, struct)
+            if op.supports_out and index < MAX_VARIANT_SAMPLES and cpu_result is not None:
+                self.run_check("out", index, struct, cpu_reference=cpu_result)
+        if self.checks == 0:
+            status = "skip"
+        elif self.failure is None:
+            status = "pass"
+        else:
+            status = "fail"
+        return {
+            "op": pair_name(op),
+            "dtype": str(dtype).replace("torch.", ""),
+            "status": status,
+            "checks": self.checks,
+            "passed": self.passed,
+            "by_kind": dict(self.by_kind),
+            "failure": list(self.failure) if self.failure else None,
+            "failures": [list(f) for f in self.failures[:10]],
+            "shape_only": self.shape_only,
+            "tolerance_override": self.tol,
+            "skips": dict(self.skips),
+            "seconds": round(time.monotonic() - start, 3),
+        }
+
+
+def all_pairs(op_db, ops_re=None, dtype_names=DTYPE_NAMES):
+    torch = _torch()
+    dtypes = [getattr(torch, n) for n in dtype_names]
+    pairs = []
+    for i, op in enumerate(op_db):
+        name = pair_name(op)
+        if ops_re and not re.search(ops_re, name):
+            continue
+        supported = op.supported_dtypes("cpu")
+        for dt in dtypes:
+            if dt in supported:
+                pairs.append((i, dt))
+    return pairs
+
+
+def worker_main(args):
+    import warnings
+    warnings.simplefilter("ignore")
+    torch = _torch()
+    torch.set_num_threads(max(1, args.threads))
+    from torch.testing._internal.common_methods_invocations import op_db
+    pairs = all_pairs(op_db, args.ops, args.dtypes.split(","))
+    mine = pairs[args.shard::args.nshards]
+    done = set()
+    if args.skip:
+        with open(args.skip) as f:
+            done = set(f.read().splitlines())
+    out = open(args.results, "a", buffering=1)
+    for i, dt in mine:
+        op = op_db[i]
+        key = f"{pair_name(op)}|{str(dt).replace('torch.', '')}"
+        if key in done:
+            continue
+        out.write(json.dumps({"event": "begin", "key": key}) + "\n")
+        try:
+            record = PairRun(op, dt).run()
+        except Exception as e:  # noqa: BLE001  a bug in the sweep itself
+            record = {"op": pair_name(op), "dtype": str(dt).replace("torch.", ""), "status": "fail",
+                      "checks": 1, "passed": 0, "failure": ["sweep", 0, "sweep error: " + _short(e)],
+                      "failures": [], "shape_only": None, "skips": {}, "seconds": 0,
+                      "traceback": traceback.format_exc()}
+        record["event"] = "end"
+        record["key"] = key
+        out.write(json.dumps(record) + "\n")
+    out.write(json.dumps({"event": "done"}) + "\n")
+    out.close()
+
+
+# ----------------------------------------------------------------------------
+# Parent side (no torch import needed)
+# ----------------------------------------------------------------------------
+
+def _read_records(path):
+    records, begun, done = {}, None, False
+    if not os.path.exists(path):
+        return records, begun, done
+    with open(path) as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if rec["event"] == "begin":
+                begun = rec["key"]
+            elif rec["event"] == "end":
+                records[rec["key"]] = rec
+                begun = None
+            elif rec["event"] == "done":
+                done = True
+    return records, begun, done
+
+
+def run_sweep(ops=None, dtypes=DTYPE_NAMES, workers=None, log=None):
+    """Runs the sweep in worker subprocesses; returns (records, seconds)."""
+    start = time.monotonic()
+    ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    workers = workers or int(os.environ.get("OPINFO_SWEEP_WORKERS", "0")) or max(1, min(ncpu, 4))
+    threads = max(1, ncpu // workers)
+    tmp = tempfile.mkdtemp(prefix="opinfo_sweep_")
+    procs = {}
+    crashed = {}  # shard -> list of keys that crashed/hung
+
+    def launch(shard):
+        path = os.path.join(tmp, f"shard{shard}.jsonl")
+        records, _, _ = _read_records(path)
+        skip = os.path.join(tmp, f"shard{shard}.skip")
+        with open(skip, "w") as f:
+            f.write("\n".join(list(records) + crashed.get(shard, [])))
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--shard", str(shard), "--nshards",
+               str(workers), "--results", path, "--threads", str(threads), "--dtypes", ",".join(dtypes)]
+        if ops:
+            cmd += ["--ops", ops]
+        cmd += ["--skip", skip]
+        errlog = open(os.path.join(tmp, f"shard{shard}.stderr"), "a")
+        procs[shard] = (subprocess.Popen(cmd, stdout=errlog, stderr=errlog, start_new_session=True), path)
+
+    for s in range(workers):
+        launch(s)
+    last_size = {s: (0, time.monotonic()) for s in range(workers)}
+    finished = set()
+    while len(finished) < workers:
+        time.sleep(0.5)
+        for s, (p, path) in list(procs.items()):
+            if s in finished:
+                continue
+            size = os.path.getsize(path) if os.path.exists(path) else 0
+            if size != last_size[s][0]:
+                last_size[s] = (size, time.monotonic())
+            rc = p.poll()
+            stalled = rc is None and time.monotonic() - last_size[s][1] > WORKER_STALL_S
+            if stalled:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+                rc = "stall"
+            if rc is None:
+                continue
+            records, begun, done = _read_records(path)
+            if done:
+                finished.add(s)
+                continue
+            if begun is not None:
+                crashed.setdefault(s, []).append(begun)
+                why = (f"hang: no progress for {WORKER_STALL_S:.0f}s" if rc == "stall"
+                       else f"crash: worker died with {'signal ' + str(-rc) if rc < 0 else 'exit ' + str(rc)}")
+                op_name, dt = begun.rsplit("|", 1)
+                with open(path, "a") as f:
+                    f.write(json.dumps({"event": "end", "key": begun, "op": op_name, "dtype": dt, "status": "fail",
+                                        "checks": 1, "passed": 0, "failure": ["process", 0, why], "failures": [],
+                                        "shape_only": None, "skips": {}, "seconds": 0}) + "\n")
+                if log:
+                    log(f"[sweep] shard {s}: {begun}: {why}; restarting")
+                launch(s)
+                last_size[s] = (os.path.getsize(path), time.monotonic())
+            else:
+                # Died outside a pair (import failure?): give up on this shard.
+                with open(os.path.join(tmp, f"shard{s}.stderr")) as f:
+                    tail = f.read()[-3000:]
+                raise RuntimeError(f"sweep worker {s} failed (rc={rc}) outside any pair:\n{tail}")
+    records = {}
+    for s in range(workers):
+        records.update(_read_records(os.path.join(tmp, f"shard{s}.jsonl"))[0])
+    return records, time.monotonic() - start
+
+
+def normalise_reason(reason):
+    r = re.sub(r"values differ \(.*", "values differ", reason)
+    r = re.sub(r"0x[0-9a-f]+", "0x?", r)
+    r = re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "N", r)
+    r = re.sub(r"\[N\](\[N\])*", "[i]", r)
+    return r[:160]
+
+
+def summarise(records):
+    counted = [r for r in records.values() if r["status"] in ("pass", "fail")]
+    passed = [r for r in counted if r["status"] == "pass"]
+    failed = sorted((r for r in counted if r["status"] == "fail"), key=lambda r: (r["op"], r["dtype"]))
+    skipped = [r for r in records.values() if r["status"] == "skip"]
+    rate = len(passed) / len(counted) if counted else 0.0
+    return counted, passed, failed, skipped, rate
+
+
+def format_report(records, seconds, verbose=False):
+    counted, passed, failed, skipped, rate = summarise(records)
+    lines = []
+    lines.append(f"OpInfo conformance sweep (neuron vs cpu), dtypes {', '.join(DTYPE_NAMES)}")
+    lines.append(f"max {MAX_SAMPLES} samples per pair; noncontig and out= on the first {MAX_VARIANT_SAMPLES}")
+    lines.append("")
+    lines.append(f"FAILING (op, dtype) pairs: {len(failed)}")
+    for r in failed:
+        kind, idx, reason = r["failure"]
+        lines.append(f"  {r['op']:<45} {r['dtype']:<9} [{kind} #{idx}] {reason}")
+        if verbose:
+            seen = {reason}
+            for k, i, why in r["failures"][1:]:
+                if why not in seen:
+                    seen.add(why)
+                    lines.append(f"  {'':<45} {'':<9} [{k} #{i}] {why}")
+    lines.append("")
+    groups = collections.defaultdict(list)
+    for r in failed:
+        groups[normalise_reason(r["failure"][2])].append(f"{r['op']}/{r['dtype']}")
+    lines.append(f"Failures grouped by first failure reason: {len(groups)} groups")
+    for reason, members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        lines.append(f"  ({len(members)}) {reason}")
+        lines.append("      " + ", ".join(members))
+    lines.append("")
+    shape_only = sorted({(r["op"], r["shape_only"]) for r in counted if r["shape_only"]})
+    lines.append(f"Compared on shape/dtype/device only: {len(shape_only)} ops")
+    for op_name, why in shape_only:
+        lines.append(f"  {op_name}: {why}")
+    lines.append("")
+    overrides = sorted({(r["op"], r["dtype"], tuple(r["tolerance_override"])) for r in counted
+                        if r.get("tolerance_override")})
+    lines.append(f"OpInfo tolerance overrides (device vs CPU) applied: {len(overrides)} pairs")
+    for op_name, dt, (rtol, atol) in overrides:
+        lines.append(f"  {op_name} {dt}: rtol={rtol:g} atol={atol:g}")
+    lines.append("")
+    lines.append(f"Skipped pairs (no check possible): {len(skipped)}")
+    for r in sorted(skipped, key=lambda r: (r["op"], r["dtype"])):
+        why = "; ".join(f"{k} x{v}" for k, v in r["skips"].items()) or "no samples"
+        lines.append(f"  {r['op']:<45} {r['dtype']:<9} {why[:160]}")
+    skip_reasons = collections.Counter()
+    for r in records.values():
+        for k, v in r["skips"].items():
+            skip_reasons[normalise_reason(k)] += v
+    lines.append("")
+    lines.append("Skipped samples/checks by reason (all pairs):")
+    for k, v in skip_reasons.most_common():
+        lines.append(f"  {v:6d}  {k}")
+    checks = sum(r["checks"] for r in counted)
+    checks_passed = sum(r["passed"] for r in counted)
+    by_kind = collections.Counter()
+    for r in counted:
+        by_kind.update(r.get("by_kind", {}))
+    lines.append("")
+    lines.append("Checks made: " + ", ".join(f"{k} {v}" for k, v in sorted(by_kind.items())))
+    lines.append(f"TOTAL: {len(passed)}/{len(counted)} (op, dtype) pairs pass = {100 * rate:.2f}% "
+                 f"(threshold {100 * PASS_THRESHOLD:.0f}%); {len(failed)} fail, {len(skipped)} skipped; "
+                 f"{checks_passed}/{checks} checks pass; {seconds:.0f}s")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ops", help="regex on op names (op or op.variant)")
+    ap.add_argument("--dtypes", default=",".join(DTYPE_NAMES))
+    ap.add_argument("--workers", type=int, default=0)
+    ap.add_argument("--json", help="write the per-pair records to this file")
+    ap.add_argument("-v", "--verbose", action="store_true", help="list every failing check, not just the first")
+    # worker mode
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--shard", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--nshards", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--results", help=argparse.SUPPRESS)
+    ap.add_argument("--skip", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        worker_main(args)
+        return 0
+    records, seconds = run_sweep(args.ops, tuple(args.dtypes.split(",")), args.workers or None,
+                                 log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(format_report(records, seconds, args.verbose))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(records, f, indent=1)
+    rate = summarise(records)[4]
+    return 0 if rate >= PASS_THRESHOLD else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

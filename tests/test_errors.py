@@ -1,0 +1,107 @@
+"""Errors are clear Python exceptions, and the device keeps working after them."""
+import json
+
+import pytest
+import torch
+
+from conftest import DEFAULT_CORES, check_ok, requires_default_topology, requires_two_devices, run_python_many
+
+
+@pytest.fixture
+def survivor():
+    """A tensor that must keep its values through every error."""
+    t = torch.arange(16, dtype=torch.float32, device="neuron")
+    yield t
+    assert t.tolist() == [float(i) for i in range(16)]
+    assert (t * 2).sum().item() == 240.0
+    assert torch.ones(3, device="neuron").sum().item() == 3.0
+
+
+@requires_default_topology
+def test_invalid_device_index(survivor):
+    with pytest.raises((IndexError, RuntimeError)) as info:
+        torch.empty(2, device="neuron:9")
+    msg = str(info.value)
+    assert "9" in msg and str(DEFAULT_CORES) in msg, msg
+    with pytest.raises((IndexError, RuntimeError)) as info:
+        torch.ones(2, device="neuron").to("neuron:9")
+    assert "9" in str(info.value)
+
+
+@requires_default_topology
+def test_set_device_out_of_range(survivor):
+    with pytest.raises((IndexError, RuntimeError, ValueError)) as info:
+        torch.neuron.set_device(9)
+    assert "9" in str(info.value)
+    assert torch.neuron.current_device() == 0
+    with pytest.raises((IndexError, RuntimeError, ValueError)):
+        torch.neuron.get_device_properties(9)
+    with pytest.raises((IndexError, RuntimeError, ValueError)):
+        with torch.neuron.device(9):
+            pass
+    assert torch.neuron.current_device() == 0
+
+
+@requires_two_devices
+def test_mixing_cores_raises(survivor):
+    a = torch.ones(3, device="neuron:0")
+    b = torch.ones(3, device="neuron:1")
+    with pytest.raises(RuntimeError, match="same device"):
+        a + b
+    with pytest.raises(RuntimeError, match="same device"):
+        a @ b.view(3, 1).expand(3, 3)
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.cat([a, b])
+    with pytest.raises(RuntimeError, match="same device"):
+        a.add_(b)
+    assert a.tolist() == [1.0, 1.0, 1.0] and b.tolist() == [1.0, 1.0, 1.0]
+    assert (a + b.to("neuron:0")).tolist() == [2.0, 2.0, 2.0]
+
+
+def test_cpu_and_neuron_mixed_raises(survivor):
+    n = torch.ones(3, device="neuron")
+    c = torch.ones(3)
+    with pytest.raises(RuntimeError, match="same device"):
+        n + c
+    with pytest.raises(RuntimeError, match="same device"):
+        c + n
+    with pytest.raises(RuntimeError):
+        torch.mm(n.view(3, 1), c.view(1, 3))
+    with pytest.raises(RuntimeError):
+        n.mul_(c)
+    assert n.tolist() == [1.0, 1.0, 1.0]
+    # a 0-dim CPU tensor acts as a scalar (as on CUDA)
+    assert (n + torch.tensor(2.0)).tolist() == [3.0, 3.0, 3.0]
+
+
+def test_unsupported_layout_raises(survivor):
+    with pytest.raises((RuntimeError, NotImplementedError)):
+        torch.empty(2, 2, device="neuron", layout=torch.sparse_coo)
+
+
+_INVALID_ENV_PROBE = """
+    import json, torch
+    out = {"available": torch.neuron.is_available(), "count": torch.neuron.device_count()}
+    try:
+        torch.ones(2, device="neuron")
+        out["error"] = None
+    except RuntimeError as e:
+        out["error"] = str(e)
+        out["type"] = type(e).__name__
+    print(json.dumps(out))
+"""
+
+
+def test_invalid_environment_values():
+    cases = [
+        ({"NEURON_RT_VISIBLE_CORES": "abc"}, "NEURON_RT_VISIBLE_CORES"),
+        ({"NEURON_LOGICAL_NC_CONFIG": "3"}, "NEURON_LOGICAL_NC_CONFIG"),
+        ({"NEURON_RT_NUM_CORES": "99"}, "NEURON_RT_NUM_CORES"),
+    ]
+    results = run_python_many([(_INVALID_ENV_PROBE, env) for env, _ in cases], timeout=120)
+    for (env, variable), result in zip(cases, results):
+        info = json.loads(check_ok(result).strip().splitlines()[-1])
+        assert info["available"] is False, env
+        assert info["count"] == 0, env
+        assert info["error"] is not None, f"{env}: creating a tensor did not raise"
+        assert variable in info["error"], (env, info["error"])
