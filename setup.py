@@ -20,11 +20,12 @@ def extensions():
     os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
     from torch.utils.cpp_extension import BuildExtension, CppExtension
 
+    root = os.path.dirname(os.path.abspath(__file__))
     sources = sorted(glob.glob("runtime/*.cpp") + glob.glob("aten/**/*.cpp", recursive=True))
     ext = CppExtension(
         "torch_neuronx._C",
         sources,
-        include_dirs=["."],
+        include_dirs=[root],
         extra_compile_args=["-O2", "-fopenmp", "-std=c++20"],
         extra_link_args=["-fopenmp"],
     )
