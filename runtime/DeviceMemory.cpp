@@ -62,20 +62,33 @@ void* DeviceMemory::takeCached(std::size_t rounded) {
 
 void* DeviceMemory::allocate(std::size_t size) {
   if (size == 0) return nullptr;
-  const std::size_t rounded = roundSize(size);
   std::lock_guard<std::mutex> lock(mutex_);
+  return allocateLocked(size, /*quiet=*/false);
+}
+
+void* DeviceMemory::tryAllocate(std::size_t size) {
+  if (size == 0) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return allocateLocked(size, /*quiet=*/true);
+}
+
+void* DeviceMemory::allocateLocked(std::size_t size, bool quiet) {
+  const std::size_t rounded = roundSize(size);
   void* ptr = takeCached(rounded);
   if (!ptr) {
-    if (static_cast<std::size_t>(stats_.reserved_bytes.current) + rounded > capacity_) {
+    auto fits = [&] { return static_cast<std::size_t>(stats_.reserved_bytes.current) + rounded <= capacity_; };
+    if (!fits()) {
+      if (quiet) return nullptr;
       if (cached_.empty()) throwOutOfMemory(rounded);
       ++stats_.num_alloc_retries;
       releaseCachedLocked();
-      if (static_cast<std::size_t>(stats_.reserved_bytes.current) + rounded > capacity_) {
-        throwOutOfMemory(rounded);
-      }
+      if (!fits()) throwOutOfMemory(rounded);
     }
     ptr = std::aligned_alloc(kAlignment, rounded);
-    if (!ptr) throwOutOfMemory(rounded);
+    if (!ptr) {
+      if (quiet) return nullptr;
+      throwOutOfMemory(rounded);
+    }
     segments_.emplace(ptr, rounded);
     ++stats_.num_device_alloc;
     stats_.segment.increase(1);
@@ -91,11 +104,13 @@ void* DeviceMemory::allocate(std::size_t size) {
   return ptr;
 }
 
-void DeviceMemory::free(void* ptr) {
-  if (!ptr) return;
+void DeviceMemory::free(void* ptr) { freeIfOwned(ptr); }
+
+bool DeviceMemory::freeIfOwned(void* ptr) {
+  if (!ptr) return false;
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = live_.find(ptr);
-  if (it == live_.end()) return;  // not ours, or already freed: never corrupt the cache
+  if (it == live_.end()) return false;  // not ours, or already freed: never corrupt the cache
   const std::size_t requested = it->second;
   live_.erase(it);
   const std::size_t block_size = segments_.at(ptr);
@@ -105,6 +120,7 @@ void DeviceMemory::free(void* ptr) {
   stats_.active_bytes.decrease(static_cast<int64_t>(block_size));
   stats_.requested_bytes.decrease(static_cast<int64_t>(requested));
   cached_.emplace(block_size, ptr);
+  return true;
 }
 
 void DeviceMemory::chargeExternal(std::size_t size) {

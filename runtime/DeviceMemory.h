@@ -58,7 +58,12 @@ class DeviceMemory {
 
   // Returns nullptr for size 0. Throws OutOfMemory when the capacity is hit.
   void* allocate(std::size_t size);
+  // As allocate(), but returns nullptr instead of releasing the cache or
+  // failing when the request does not fit (for optional placements).
+  void* tryAllocate(std::size_t size);
   void free(void* ptr);
+  // Frees ptr if it is a live block of this core; returns whether it was.
+  bool freeIfOwned(void* ptr);
   // Charges memory that was allocated elsewhere (an ATen CPU kernel's output
   // that the device adopts without copying). Throws OutOfMemory.
   void chargeExternal(std::size_t size);
@@ -81,6 +86,7 @@ class DeviceMemory {
  private:
   // Returns a cached segment of at least `rounded` bytes, or nullptr.
   void* takeCached(std::size_t rounded);
+  void* allocateLocked(std::size_t size, bool quiet);
   void releaseCachedLocked();
   [[noreturn]] void throwOutOfMemory(std::size_t rounded);
 

@@ -70,6 +70,12 @@ c10::DataPtr NeuronAllocator::allocateOn(c10::DeviceIndex device, size_t nbytes)
   return {ptr, ptr, kDeleters[device], c10::Device(c10::DeviceType::PrivateUse1, device)};
 }
 
+c10::DataPtr NeuronAllocator::tryAllocateOn(c10::DeviceIndex device, size_t nbytes) {
+  void* ptr = memoryOf(device).tryAllocate(nbytes);
+  if (!ptr) return {};
+  return {ptr, ptr, kDeleters[device], c10::Device(c10::DeviceType::PrivateUse1, device)};
+}
+
 c10::DataPtr NeuronAllocator::allocate(size_t nbytes) {
   return allocateOn(currentDevice(), nbytes);
 }

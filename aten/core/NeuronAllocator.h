@@ -23,6 +23,8 @@ class NeuronAllocator final : public c10::DeviceAllocator {
 
   // Allocates on an explicit core rather than the current one.
   c10::DataPtr allocateOn(c10::DeviceIndex device, size_t nbytes);
+  // As allocateOn, but an empty DataPtr when the block does not fit.
+  c10::DataPtr tryAllocateOn(c10::DeviceIndex device, size_t nbytes);
 };
 
 NeuronAllocator& neuronAllocator();

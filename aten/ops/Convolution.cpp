@@ -5,6 +5,7 @@
 #include <ATen/ops/convolution_backward.h>
 #include <torch/library.h>
 
+#include "aten/core/KernelMemory.h"
 #include "aten/ops/CpuAlias.h"
 
 namespace torch_neuronx {
@@ -21,6 +22,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
                                                     bias->device() == input.device()),
               "Expected all tensors to be on the same device (convolution input on ", input.device(), ", weight on ",
               weight.device(), ")");
+  KernelMemoryScope scope(input.device().index());
   at::Tensor out = at::convolution(cpuAlias(input), cpuAlias(weight), aliasOf(bias), stride, padding, dilation,
                                    transposed, output_padding, groups);
   return fromCpuResult(out, input.device().index());
@@ -31,6 +33,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackward(
     at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding, int64_t groups,
     std::array<bool, 3> output_mask) {
   const auto device = input.device().index();
+  KernelMemoryScope scope(device);
   const int64_t bias_size = transposed ? weight.size(1) * groups : weight.size(0);
   auto [grad_input, grad_weight, grad_bias] = at::convolution_backward(
       cpuAlias(grad_output), cpuAlias(input), cpuAlias(weight), at::IntArrayRef{bias_size}, stride, padding,

@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include "aten/core/NeuronGenerator.h"
+#include "aten/core/KernelMemory.h"
 #include "aten/core/NeuronGuard.h"
 #include "aten/ops/CpuAlias.h"
 #include "aten/ops/FallbackAccounting.h"
@@ -125,6 +126,7 @@ void hostKernelFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack)
   if (state.unsupported_dtype) noteCpuFallback(c10::toString(op.operator_name()), *state.unsupported_dtype);
 
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, *state.device));
+  KernelMemoryScope scope(*state.device);
   op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
 
   for (size_t i = 0; i < arguments.size(); ++i) {

@@ -14,6 +14,7 @@
 #include <ATen/ops/sub_cpu_dispatch.h>
 #include <torch/library.h>
 
+#include "aten/core/KernelMemory.h"
 #include "aten/ops/CpuAlias.h"
 #include "aten/ops/FallbackAccounting.h"
 
@@ -50,43 +51,45 @@ c10::DeviceIndex deviceOf(const char* op, const Tensors&... tensors) {
   return static_cast<c10::DeviceIndex>(call.device);
 }
 
-#define NEURON_BINARY_OP(name, schema)                                                                   \
-  at::Tensor name(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {         \
-    const auto device = deviceOf(schema, self, other);                                              \
-    return fromCpuResult(at::cpu::name(cpuAlias(self), cpuAlias(other), alpha), device);             \
-  }                                                                                                   \
-  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {          \
-    deviceOf(schema "_", self, other);                                                              \
-    at::Tensor alias = cpuAlias(self);                                                                \
-    at::cpu::name##_(alias, cpuAlias(other), alpha);                                                  \
-    return self;                                                                                      \
-  }                                                                                                   \
-  at::Tensor& name##Out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha,    \
-                        at::Tensor& out) {                                                            \
-    deviceOf(schema ".out", self, other, out);                                                      \
-    at::Tensor alias = cpuAlias(out);                                                                 \
-    at::cpu::name##_out(alias, cpuAlias(self), cpuAlias(other), alpha);                               \
-    syncFromAlias(alias, out);                                                                        \
-    return out;                                                                                       \
+#define NEURON_BINARY_OP(name, schema)                                                                  \
+  at::Tensor name(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {           \
+    const auto device = deviceOf(schema, self, other);                                                  \
+    KernelMemoryScope scope(device);                                                                    \
+    return fromCpuResult(at::cpu::name(cpuAlias(self), cpuAlias(other), alpha), device);                \
+  }                                                                                                     \
+  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {             \
+    KernelMemoryScope scope(deviceOf(schema "_", self, other));                                         \
+    at::Tensor alias = cpuAlias(self);                                                                  \
+    at::cpu::name##_(alias, cpuAlias(other), alpha);                                                    \
+    return self;                                                                                        \
+  }                                                                                                     \
+  at::Tensor& name##Out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha,       \
+                        at::Tensor& out) {                                                              \
+    KernelMemoryScope scope(deviceOf(schema ".out", self, other, out));                                 \
+    at::Tensor alias = cpuAlias(out);                                                                   \
+    at::cpu::name##_out(alias, cpuAlias(self), cpuAlias(other), alpha);                                 \
+    syncFromAlias(alias, out);                                                                          \
+    return out;                                                                                         \
   }
 
-#define NEURON_PLAIN_BINARY_OP(name, schema)                                                             \
-  at::Tensor name(const at::Tensor& self, const at::Tensor& other) {                                  \
-    const auto device = deviceOf(schema, self, other);                                              \
-    return fromCpuResult(at::cpu::name(cpuAlias(self), cpuAlias(other)), device);                    \
-  }                                                                                                   \
-  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other) {                                   \
-    deviceOf(schema "_", self, other);                                                              \
-    at::Tensor alias = cpuAlias(self);                                                                \
-    at::cpu::name##_(alias, cpuAlias(other));                                                         \
-    return self;                                                                                      \
-  }                                                                                                   \
-  at::Tensor& name##Out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {          \
-    deviceOf(schema ".out", self, other, out);                                                      \
-    at::Tensor alias = cpuAlias(out);                                                                 \
-    at::cpu::name##_out(alias, cpuAlias(self), cpuAlias(other));                                      \
-    syncFromAlias(alias, out);                                                                        \
-    return out;                                                                                       \
+#define NEURON_PLAIN_BINARY_OP(name, schema)                                                            \
+  at::Tensor name(const at::Tensor& self, const at::Tensor& other) {                                    \
+    const auto device = deviceOf(schema, self, other);                                                  \
+    KernelMemoryScope scope(device);                                                                    \
+    return fromCpuResult(at::cpu::name(cpuAlias(self), cpuAlias(other)), device);                       \
+  }                                                                                                     \
+  at::Tensor& name##_(at::Tensor& self, const at::Tensor& other) {                                      \
+    KernelMemoryScope scope(deviceOf(schema "_", self, other));                                         \
+    at::Tensor alias = cpuAlias(self);                                                                  \
+    at::cpu::name##_(alias, cpuAlias(other));                                                           \
+    return self;                                                                                        \
+  }                                                                                                     \
+  at::Tensor& name##Out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {             \
+    KernelMemoryScope scope(deviceOf(schema ".out", self, other, out));                                 \
+    at::Tensor alias = cpuAlias(out);                                                                   \
+    at::cpu::name##_out(alias, cpuAlias(self), cpuAlias(other));                                        \
+    syncFromAlias(alias, out);                                                                          \
+    return out;                                                                                         \
   }
 
 NEURON_BINARY_OP(add, "aten::add")
@@ -96,11 +99,12 @@ NEURON_PLAIN_BINARY_OP(div, "aten::div")
 
 at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
   const auto device = deviceOf("aten::mm", self, mat2);
+  KernelMemoryScope scope(device);
   return fromCpuResult(at::cpu::mm(cpuAlias(self), cpuAlias(mat2)), device);
 }
 
 at::Tensor& mmOut(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
-  deviceOf("aten::mm.out", self, mat2, out);
+  KernelMemoryScope scope(deviceOf("aten::mm.out", self, mat2, out));
   at::Tensor alias = cpuAlias(out);
   at::cpu::mm_out(alias, cpuAlias(self), cpuAlias(mat2));
   syncFromAlias(alias, out);
@@ -109,11 +113,12 @@ at::Tensor& mmOut(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& ou
 
 at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2) {
   const auto device = deviceOf("aten::bmm", self, mat2);
+  KernelMemoryScope scope(device);
   return fromCpuResult(at::cpu::bmm(cpuAlias(self), cpuAlias(mat2)), device);
 }
 
 at::Tensor& bmmOut(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
-  deviceOf("aten::bmm.out", self, mat2, out);
+  KernelMemoryScope scope(deviceOf("aten::bmm.out", self, mat2, out));
   at::Tensor alias = cpuAlias(out);
   at::cpu::bmm_out(alias, cpuAlias(self), cpuAlias(mat2));
   syncFromAlias(alias, out);
@@ -123,12 +128,13 @@ at::Tensor& bmmOut(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& o
 at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
                  const at::Scalar& alpha) {
   const auto device = deviceOf("aten::addmm", self, mat1, mat2);
+  KernelMemoryScope scope(device);
   return fromCpuResult(at::cpu::addmm(cpuAlias(self), cpuAlias(mat1), cpuAlias(mat2), beta, alpha), device);
 }
 
 at::Tensor& addmmOut(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
                      const at::Scalar& alpha, at::Tensor& out) {
-  deviceOf("aten::addmm.out", self, mat1, mat2, out);
+  KernelMemoryScope scope(deviceOf("aten::addmm.out", self, mat1, mat2, out));
   at::Tensor alias = cpuAlias(out);
   at::cpu::addmm_out(alias, cpuAlias(self), cpuAlias(mat1), cpuAlias(mat2), beta, alpha);
   syncFromAlias(alias, out);

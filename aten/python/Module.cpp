@@ -8,6 +8,7 @@
 #include <torch/csrc/Event.h>
 #include <torch/csrc/Generator.h>
 
+#include "aten/core/KernelMemory.h"
 #include "aten/core/NeuronAllocator.h"
 #include "aten/core/NeuronGenerator.h"
 #include "aten/core/NeuronGuard.h"
@@ -57,6 +58,7 @@ nrt::DeviceMemory& memory(int device) {
 PYBIND11_MODULE(_C, m) {
   using namespace torch_neuronx;
   m.doc() = "The emulated NeuronCore runtime behind torch's 'neuron' device";
+  installKernelMemory();
   routeStructuredOpsToHostKernels();
   m.def("_topology", &topologyInfo);
   m.def("_device_count", [] { return static_cast<int>(deviceCount()); });

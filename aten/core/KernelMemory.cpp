@@ -1,0 +1,59 @@
+#include "aten/core/KernelMemory.h"
+
+#include <c10/core/CPUAllocator.h>
+
+#include "aten/core/NeuronAllocator.h"
+#include "runtime/Copy.h"
+#include "runtime/Runtime.h"
+
+namespace torch_neuronx {
+namespace {
+
+thread_local c10::DeviceIndex tls_kernel_device = -1;
+c10::Allocator* host_allocator = nullptr;  // torch's CPU allocator
+
+// raw_allocate()/raw_deallocate() users get one deleter for every block, so
+// it must tell device blocks from host ones.
+void freeAnyBlock(void* ptr) {
+  if (!ptr) return;
+  auto& runtime = nrt::Runtime::instance();
+  for (int device = 0; device < runtime.deviceCount(); ++device) {
+    if (runtime.memory(device).freeIfOwned(ptr)) return;
+  }
+  host_allocator->raw_deallocate(ptr);
+}
+
+class ScopeAwareCpuAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t nbytes) override {
+    if (tls_kernel_device < 0 || nbytes == 0) return host_allocator->allocate(nbytes);
+    c10::DataPtr ptr = neuronAllocator().tryAllocateOn(tls_kernel_device, nbytes);
+    // A block that does not fit (a large temporary of the CPU kernel) comes
+    // from the host: outputs among such blocks are charged to the core when
+    // they are adopted (ops/CpuAlias.cpp), which raises OutOfMemoryError then.
+    if (!ptr) return host_allocator->allocate(nbytes);
+    ptr.unsafe_set_device(c10::Device(c10::DeviceType::CPU));
+    return ptr;
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &freeAnyBlock; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    nrt::copyBytes(dest, src, count);
+  }
+};
+
+}  // namespace
+
+KernelMemoryScope::KernelMemoryScope(c10::DeviceIndex device) : previous_(tls_kernel_device) {
+  tls_kernel_device = device;
+}
+
+KernelMemoryScope::~KernelMemoryScope() { tls_kernel_device = previous_; }
+
+void installKernelMemory() {
+  static ScopeAwareCpuAllocator allocator;
+  if (host_allocator) return;
+  host_allocator = c10::GetCPUAllocator();
+  c10::SetCPUAllocator(&allocator, /*priority=*/1);
+}
+
+}  // namespace torch_neuronx
