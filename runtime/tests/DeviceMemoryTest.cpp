@@ -106,3 +106,16 @@ TEST(Event, ElapsedTimeNeedsTimingAndRecording) {
   untimed.record(0, 0);
   EXPECT_THROW(start.elapsedMs(untimed), std::logic_error);
 }
+
+TEST(DeviceMemory, TryAllocateFailsQuietlyAndKeepsTheCache) {
+  DeviceMemory memory(0, 8 * kMiB);
+  memory.free(memory.allocate(7 * kMiB));  // 8 MiB cached
+  EXPECT_EQ(memory.tryAllocate(2 * kMiB), nullptr);
+  auto stats = memory.stats();
+  EXPECT_EQ(stats.num_ooms, 0);
+  EXPECT_EQ(stats.reserved_bytes.current, static_cast<int64_t>(8 * kMiB));
+  void* reused = memory.tryAllocate(5 * kMiB);  // served by the cached segment
+  EXPECT_NE(reused, nullptr);
+  EXPECT_TRUE(memory.freeIfOwned(reused));
+  EXPECT_FALSE(memory.freeIfOwned(reused));
+}
