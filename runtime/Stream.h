@@ -28,7 +28,7 @@ class Streams {
   void synchronize(int device, StreamId stream);
   bool query(int device, StreamId stream) const;
   void synchronizeDevice(int device);
-  // Work counters: how many kernels each core ran (observability for tests).
+  // Work counters: how many kernels and copies each core ran (torch_neuronx.kernels_run()).
   void noteSubmitted(int device);
   uint64_t submitted(int device) const;
 

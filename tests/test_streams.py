@@ -146,3 +146,16 @@ def test_record_stream():
     x = torch.ones(256, device="neuron")
     x.record_stream(s)
     assert x.sum().item() == 256
+
+
+def test_kernels_are_counted_per_core():
+    import torch_neuronx
+
+    a = torch.ones(8, device="neuron:0")
+    before = torch_neuronx.kernels_run(0), torch_neuronx.kernels_run(1)
+    for _ in range(5):
+        a = a * 2
+    after = torch_neuronx.kernels_run(0), torch_neuronx.kernels_run(1)
+    assert after[0] - before[0] == 5
+    assert after[1] == before[1]
+    assert a.sum().item() == 8 * 32

@@ -12,9 +12,9 @@ import torch
 os.environ.setdefault("USE_TORCH_XLA", "0")
 
 from . import _C  # noqa: E402  loads the runtime, kernels and device hooks
-from .reports import fallback_report, reset_fallback_report  # noqa: E402
+from .reports import fallback_report, kernels_run, reset_fallback_report  # noqa: E402
 
-__all__ = ["fallback_report", "reset_fallback_report", "topology"]
+__all__ = ["fallback_report", "kernels_run", "reset_fallback_report", "topology"]
 __version__ = "0.1.0"
 
 _registered = False

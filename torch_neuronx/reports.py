@@ -13,3 +13,8 @@ def fallback_report() -> dict:
 
 def reset_fallback_report() -> None:
     _C._reset_fallback_counts()
+
+
+def kernels_run(device: int = 0) -> int:
+    """How many kernels and copies NeuronCore `device` has executed so far."""
+    return _C._kernels_submitted(device)

@@ -45,6 +45,8 @@ class ScopeAwareCpuAllocator final : public c10::Allocator {
 
 KernelMemoryScope::KernelMemoryScope(c10::DeviceIndex device) : previous_(tls_kernel_device) {
   tls_kernel_device = device;
+  // Every kernel on a core runs inside a scope: count it as submitted work.
+  nrt::Streams::instance().noteSubmitted(device);
 }
 
 KernelMemoryScope::~KernelMemoryScope() { tls_kernel_device = previous_; }
