@@ -107,12 +107,14 @@ void* DeviceMemory::allocateLocked(std::size_t size, bool quiet) {
     stats_.segment.increase(1);
     stats_.reserved_bytes.increase(static_cast<int64_t>(rounded));
   }
-  const auto block_size = static_cast<int64_t>(segments_.at(ptr));
+  // A reused segment may be up to twice the request: like CUDA after a
+  // split, tensors are charged the rounded request, the rest stays reserved.
+  const auto charged = static_cast<int64_t>(rounded);
   live_.emplace(ptr, size);
   stats_.allocation.increase(1);
   stats_.active.increase(1);
-  stats_.allocated_bytes.increase(block_size);
-  stats_.active_bytes.increase(block_size);
+  stats_.allocated_bytes.increase(charged);
+  stats_.active_bytes.increase(charged);
   stats_.requested_bytes.increase(static_cast<int64_t>(size));
   return ptr;
 }
@@ -126,13 +128,13 @@ bool DeviceMemory::freeIfOwned(void* ptr) {
   if (it == live_.end()) return false;  // not ours, or already freed: never corrupt the cache
   const std::size_t requested = it->second;
   live_.erase(it);
-  const std::size_t block_size = segments_.at(ptr);
+  const auto charged = static_cast<int64_t>(roundSize(requested));
   stats_.allocation.decrease(1);
   stats_.active.decrease(1);
-  stats_.allocated_bytes.decrease(static_cast<int64_t>(block_size));
-  stats_.active_bytes.decrease(static_cast<int64_t>(block_size));
+  stats_.allocated_bytes.decrease(charged);
+  stats_.active_bytes.decrease(charged);
   stats_.requested_bytes.decrease(static_cast<int64_t>(requested));
-  cached_.emplace(block_size, ptr);
+  cached_.emplace(segments_.at(ptr), ptr);
   return true;
 }
 

@@ -119,3 +119,13 @@ TEST(DeviceMemory, TryAllocateFailsQuietlyAndKeepsTheCache) {
   EXPECT_TRUE(memory.freeIfOwned(reused));
   EXPECT_FALSE(memory.freeIfOwned(reused));
 }
+
+TEST(DeviceMemory, AReusedLargerBlockChargesOnlyTheRequest) {
+  DeviceMemory memory(0, 64 * kMiB);
+  memory.free(memory.allocate(16384));
+  void* b = memory.allocate(8192);  // reuses the 16 KiB segment
+  EXPECT_EQ(memory.stats().allocated_bytes.current, 8192);
+  EXPECT_EQ(memory.stats().reserved_bytes.current, 16384);
+  memory.free(b);
+  EXPECT_EQ(memory.stats().allocated_bytes.current, 0);
+}
