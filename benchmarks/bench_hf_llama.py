@@ -1,0 +1,132 @@
+"""Hugging Face Llama of about 125M parameters (hidden 768, 12 layers,
+vocabulary 32,000, random weights) on neuron against the CPU device:
+
+- greedy decode, batch 1 and 8, fp32 and bf16: ms per generated token, and for
+  batch 1 the fraction of the memory-bandwidth floor (parameter bytes read per
+  token / measured memcpy bandwidth) that neuron reaches;
+- prefill of 512 tokens: tokens/s, fp32 and bf16;
+- one Trainer-style training step (forward, backward, AdamW), fp32 and bf16 autocast;
+- device memory after loading against the parameter bytes.
+
+Both devices run the same transformers code on identical weights.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch  # noqa: E402
+
+import common  # noqa: E402
+from common import NEURON, Row, fmt_time  # noqa: E402
+
+DECODE_TOKENS = 8
+PREFILL = 512
+
+
+def build_model(dtype: torch.dtype):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
+                         num_attention_heads=12, num_key_value_heads=12, max_position_embeddings=2048,
+                         tie_word_embeddings=False)
+    torch.manual_seed(0)
+    return LlamaForCausalLM(config).to(dtype).eval()
+
+
+def decode_rows(models, dtype_name: str, bandwidth: float) -> list[Row]:
+    rows = []
+    for batch in (1, 8):
+        prompt = torch.randint(0, 32000, (batch, 16), generator=torch.Generator().manual_seed(1))
+        inputs = {d: prompt.to(d) for d in models}
+
+        def generate(device):
+            with torch.no_grad():
+                models[device].generate(inputs[device], attention_mask=torch.ones_like(inputs[device]),
+                                        max_new_tokens=DECODE_TOKENS, min_new_tokens=DECODE_TOKENS,
+                                        do_sample=False, pad_token_id=0)
+
+        res = common.time_interleaved({d: (lambda d=d: generate(d)) for d in models}, warmup=1,
+                                      reps=common.repeats(3))
+        per_token = {d: res[d] / DECODE_TOKENS for d in res}
+        rows.append(Row(f"Llama-125M decode {dtype_name} batch {batch}, per token", fmt_time(per_token["cpu"]),
+                        fmt_time(per_token[NEURON]), per_token[NEURON] / per_token["cpu"], "time", None,
+                        noise=common.ratio_noise(res["cpu"], res[NEURON]), contention=common.others_share(res["cpu"])))
+        if batch == 1:
+            param_bytes = sum(p.numel() * p.element_size() for p in models[NEURON].parameters())
+            floor = param_bytes / bandwidth
+            rows.append(Row(f"Llama-125M decode {dtype_name} batch 1, fraction of bandwidth floor "
+                            f"({fmt_time(floor)}/token)", f"{floor / per_token['cpu'] * 100:.0f}%",
+                            f"{floor / per_token[NEURON] * 100:.0f}%", floor / per_token[NEURON], "fraction",
+                            0.5, percent=True))
+    return rows
+
+
+def prefill_row(models, dtype_name: str) -> Row:
+    tokens = torch.randint(0, 32000, (1, PREFILL), generator=torch.Generator().manual_seed(2))
+    inputs = {d: tokens.to(d) for d in models}
+
+    def forward(device):
+        with torch.no_grad():
+            models[device](inputs[device], use_cache=False).logits.sum().item()
+
+    res = common.time_interleaved({d: (lambda d=d: forward(d)) for d in models}, warmup=1, reps=common.repeats(3))
+    return Row(f"Llama-125M prefill {PREFILL} tokens {dtype_name}, tokens/s", f"{PREFILL / res['cpu']:.0f}",
+               f"{PREFILL / res[NEURON]:.0f}", res["cpu"] / res[NEURON], "fraction", 1.0,
+               noise=common.ratio_noise(res["cpu"], res[NEURON]), contention=common.others_share(res["cpu"]))
+
+
+def train_row(dtype_name: str) -> Row:
+    base = build_model(torch.float32).train()
+    batch = torch.randint(0, 32000, (4, 128), generator=torch.Generator().manual_seed(3))
+    steps = {}
+    for device in ("cpu", NEURON):
+        model = copy.deepcopy(base).to(device)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        ids = batch.to(device)
+
+        def step(model=model, optimizer=optimizer, ids=ids, device=device):
+            with torch.autocast(device, dtype=torch.bfloat16, enabled=dtype_name == "bf16"):
+                loss = model(ids, labels=ids).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            loss.item()
+
+        steps[device] = step
+    res = common.time_interleaved(steps, warmup=1, reps=common.repeats(3))
+    return Row(f"Llama-125M training step (batch 4 x 128) {dtype_name}", fmt_time(res["cpu"]), fmt_time(res[NEURON]),
+               res[NEURON] / res["cpu"], "time", 1.0, noise=common.ratio_noise(res["cpu"], res[NEURON]),
+               contention=common.others_share(res["cpu"]))
+
+
+def memory_row() -> Row:
+    torch.neuron.empty_cache()
+    before = torch.neuron.memory_allocated()
+    model = build_model(torch.float32).to(NEURON)
+    param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    used = torch.neuron.memory_allocated() - before
+    del model
+    return Row("Llama-125M device memory after loading / parameter bytes", "-",
+               f"{used / 2**20:.1f} MiB / {param_bytes / 2**20:.1f} MiB", abs(used / param_bytes - 1), "time", 0.05,
+               note="ratio is the relative difference")
+
+
+def run() -> list[Row]:
+    bandwidth = common.memcpy_bandwidth()
+    rows = [memory_row()]
+    for dtype, name in ((torch.float32, "fp32"), (torch.bfloat16, "bf16")):
+        cpu_model = build_model(dtype)
+        models = {"cpu": cpu_model, NEURON: copy.deepcopy(cpu_model).to(NEURON)}
+        rows += decode_rows(models, name, bandwidth)
+        rows.append(prefill_row(models, name))
+        del models, cpu_model
+    for name in ("fp32", "bf16"):
+        rows.append(train_row(name))
+    return rows
+
+
+if __name__ == "__main__":
+    common.main(run)
