@@ -446,3 +446,22 @@ def test_copies_from_many_threads():
         t.join(timeout=120)
     assert not any(t.is_alive() for t in threads), "copy threads hung"
     assert errors == []
+
+
+@pytest.mark.parametrize("mask", ["causal", "float", "none"])
+def test_scaled_dot_product_attention_runs_the_cpu_fused_kernel(mask):
+    """neuron picks attention kernels as the CPU device does, so results are bit-identical."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 8, 16) * 3 for _ in range(3))
+    kwargs = {"is_causal": True} if mask == "causal" else {}
+    attn_mask = torch.randn(8, 8) if mask == "float" else None
+    qc, kc, vc = (t.clone().requires_grad_() for t in (q, k, v))
+    qn, kn, vn = (t.to("neuron").requires_grad_() for t in (q, k, v))
+    ref = F.scaled_dot_product_attention(qc, kc, vc, attn_mask=attn_mask, **kwargs)
+    got = F.scaled_dot_product_attention(
+        qn, kn, vn, attn_mask=None if attn_mask is None else attn_mask.to("neuron"), **kwargs)
+    assert torch.equal(got.cpu(), ref)
+    ref.sum().backward()
+    got.sum().backward()
+    for a, b in ((qc, qn), (kc, kn), (vc, vn)):
+        assert torch.equal(b.grad.cpu(), a.grad)
