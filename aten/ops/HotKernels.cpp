@@ -97,33 +97,22 @@ NEURON_BINARY_OP(sub, "aten::sub")
 NEURON_PLAIN_BINARY_OP(mul, "aten::mul")
 NEURON_PLAIN_BINARY_OP(div, "aten::div")
 
-at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
-  const auto device = deviceOf("aten::mm", self, mat2);
-  KernelMemoryScope scope(device);
-  return fromCpuResult(at::cpu::mm(cpuAlias(self), cpuAlias(mat2)), device);
-}
+#define NEURON_MATMUL_OP(name, schema)                                                                  \
+  at::Tensor name(const at::Tensor& self, const at::Tensor& mat2) {                                     \
+    const auto device = deviceOf(schema, self, mat2);                                                   \
+    KernelMemoryScope scope(device);                                                                    \
+    return fromCpuResult(at::cpu::name(cpuAlias(self), cpuAlias(mat2)), device);                        \
+  }                                                                                                     \
+  at::Tensor& name##Out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {             \
+    KernelMemoryScope scope(deviceOf(schema ".out", self, mat2, out));                                  \
+    at::Tensor alias = cpuAlias(out);                                                                   \
+    at::cpu::name##_out(alias, cpuAlias(self), cpuAlias(mat2));                                         \
+    syncFromAlias(alias, out);                                                                          \
+    return out;                                                                                         \
+  }
 
-at::Tensor& mmOut(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
-  KernelMemoryScope scope(deviceOf("aten::mm.out", self, mat2, out));
-  at::Tensor alias = cpuAlias(out);
-  at::cpu::mm_out(alias, cpuAlias(self), cpuAlias(mat2));
-  syncFromAlias(alias, out);
-  return out;
-}
-
-at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2) {
-  const auto device = deviceOf("aten::bmm", self, mat2);
-  KernelMemoryScope scope(device);
-  return fromCpuResult(at::cpu::bmm(cpuAlias(self), cpuAlias(mat2)), device);
-}
-
-at::Tensor& bmmOut(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
-  KernelMemoryScope scope(deviceOf("aten::bmm.out", self, mat2, out));
-  at::Tensor alias = cpuAlias(out);
-  at::cpu::bmm_out(alias, cpuAlias(self), cpuAlias(mat2));
-  syncFromAlias(alias, out);
-  return out;
-}
+NEURON_MATMUL_OP(mm, "aten::mm")
+NEURON_MATMUL_OP(bmm, "aten::bmm")
 
 at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
                  const at::Scalar& alpha) {
