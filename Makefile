@@ -5,9 +5,12 @@ BUILD_DIR ?= build
 PYTHON ?= python3
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test bench build check clean
+.PHONY: demo demo-small test bench build check clean
 
 demo:
+	./dev $(PYTHON) examples/hf_finetune_demo.py
+
+demo-small:
 	./dev $(PYTHON) examples/train_tiny_transformer.py
 
 test:
