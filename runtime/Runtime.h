@@ -21,7 +21,6 @@ class Runtime {
   DeviceMemory& memory(int device);
   // Which device owns ptr (a live or cached block), or -1.
   int deviceOfPointer(const void* ptr) const;
-  const Topology& topology() const { return Topology::instance(); }
 
  private:
   Runtime();

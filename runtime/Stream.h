@@ -57,7 +57,6 @@ class Event {
   bool enable_timing_;
   bool recorded_ = false;
   int device_ = -1;
-  StreamId stream_ = 0;
   std::chrono::steady_clock::time_point when_{};
 };
 

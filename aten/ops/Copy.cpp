@@ -1,8 +1,6 @@
 // Copies to, from and between neuron tensors: the emulated DMA. Same-dtype
 // dense copies go straight to the runtime's copy engine; conversions and
 // strided layouts use ATen's CPU copy kernel on zero-copy aliases.
-#include <ATen/native/Resize.h>
-#include <ATen/ops/copy_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
