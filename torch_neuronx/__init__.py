@@ -14,7 +14,10 @@ os.environ.setdefault("USE_TORCH_XLA", "0")
 from . import _C  # noqa: E402  loads the runtime, kernels and device hooks
 from .reports import fallback_report, kernels_run, reset_fallback_report  # noqa: E402
 
-__all__ = ["fallback_report", "kernels_run", "reset_fallback_report", "topology"]
+from .compile import NeuronCompileError, compile_records, compile_report, reset_compile_report  # noqa: E402
+
+__all__ = ["NeuronCompileError", "compile_records", "compile_report", "fallback_report", "kernels_run",
+           "reset_compile_report", "reset_fallback_report", "topology"]
 __version__ = "0.1.0"
 
 _registered = False
@@ -30,6 +33,9 @@ def _register() -> None:
 
     torch._register_device_module("neuron", neuron)
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+    from . import compile as _compile
+
+    _compile.register()
 
 
 def _autoload() -> None:

@@ -9,6 +9,7 @@
 #include <torch/csrc/Generator.h>
 
 #include "aten/core/KernelMemory.h"
+#include "aten/python/CompileBindings.h"
 #include "aten/core/NeuronAllocator.h"
 #include "aten/core/NeuronGenerator.h"
 #include "aten/core/NeuronGuard.h"
@@ -84,4 +85,5 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_fallback_counts", &cpuFallbackCounts);
   m.def("_reset_fallback_counts", &resetCpuFallbackCounts);
+  bindCompile(m);
 }

@@ -1,0 +1,147 @@
+"""Running a compiled graph on device memory.
+
+A graph captured on neuron tensors is rewritten to the CPU device (every
+`neuron` device constant becomes `cpu`), compiled by Inductor's CPU pipeline,
+and run on zero-copy CPU views of the neuron inputs. Its buffers are
+allocated inside a kernel-memory scope, so they are device memory of the
+core; its results come back as neuron tensors over the same bytes.
+
+Why not register neuron as an Inductor device reusing the C++ scheduling:
+Inductor treats every device other than "cpu" as a Triton-style device
+(fusion reindexing, split reductions, masked loads), which C++ code
+generation cannot express; transformers' Llama StaticCache decode graph
+fails that way. Lowered as CPU, every graph Inductor supports on CPU works.
+"""
+from __future__ import annotations
+
+import re
+
+import torch
+import torch.fx
+
+from .. import _C
+
+_NEURON_DEVICE_STRING = re.compile(r"^neuron(:\d+)?$")
+
+
+def _on_host(value):
+    if isinstance(value, torch.device) and value.type == "neuron":
+        return torch.device("cpu")
+    if isinstance(value, str) and _NEURON_DEVICE_STRING.match(value):
+        return "cpu"
+    if isinstance(value, (list, tuple)):
+        return type(value)(_on_host(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _on_host(v) for k, v in value.items()}
+    return value
+
+
+def to_host_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A copy of `gm` whose device constants say cpu where they said neuron."""
+    graph = torch.fx.Graph()
+    outputs = graph.graph_copy(gm.graph, {})
+    graph.output(outputs)
+    for node in graph.nodes:
+        # Dynamo's fake values describe neuron tensors; Inductor re-derives them.
+        node.meta.pop("example_value", None)
+        node.meta.pop("val", None)
+        node.args = _on_host(node.args)
+        node.kwargs = _on_host(node.kwargs)
+        _check_host_kernel(node)
+    host = torch.fx.GraphModule(gm, graph)
+    for name, value in list(host.named_buffers()) + list(host.named_parameters()):
+        if value.device.type == "neuron":
+            raise NotImplementedError(f"graph attribute {name} is a neuron tensor; expected graph inputs only")
+    return host
+
+
+_HOST_KEYS = ("CPU", "CompositeImplicitAutograd", "CompositeExplicitAutograd",
+              "CompositeExplicitAutogradNonFunctional")
+
+
+def _check_host_kernel(node: torch.fx.Node) -> None:
+    """Refuses an operator with a neuron kernel but none the host graph could run."""
+    target = node.target
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        overloads = [getattr(target, name) for name in target.overloads()]
+    elif isinstance(target, torch._ops.OpOverload):
+        overloads = [target]
+    else:
+        return
+    for op in overloads:
+        if op.namespace in ("aten", "prims") or any(
+                torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), key) for key in _HOST_KEYS):
+            return
+    raise NotImplementedError(
+        f"operator {target} (node {node.name}) has no CPU kernel, so the neuron backend cannot lower it with "
+        "Inductor's CPU code generation; give it a CPU kernel or a composite implementation")
+
+
+def output_devices(gm: torch.fx.GraphModule) -> list[str | None]:
+    """Per flat output of `gm`: the device type Dynamo traced it on (None: not a tensor)."""
+    (output_node,) = [n for n in gm.graph.nodes if n.op == "output"]
+    flat, _ = torch.utils._pytree.tree_flatten(output_node.args[0])
+    devices = []
+    for item in flat:
+        value = item.meta.get("example_value") if isinstance(item, torch.fx.Node) else item
+        devices.append(value.device.type if isinstance(value, torch.Tensor) else None)
+    return devices
+
+
+class _ToHost(torch.autograd.Function):
+    """A neuron tensor as a CPU view, with its gradient crossing back."""
+
+    @staticmethod
+    def forward(ctx, tensor, host):
+        ctx.device = tensor.device.index
+        return host
+
+    @staticmethod
+    def backward(ctx, grad):
+        if grad is None:
+            return None, None
+        return _C._device_results([grad], ctx.device, [], [])[0], None
+
+
+class _ToDevice(torch.autograd.Function):
+    """A CPU result over device memory as a neuron tensor, differentiably."""
+
+    @staticmethod
+    def forward(ctx, host, device_tensor):
+        return device_tensor
+
+    @staticmethod
+    def backward(ctx, grad):
+        if grad is None:
+            return None, None
+        return _C._host_views([grad])[0], None
+
+
+def bridge_inputs(args, tensor_positions, differentiable: bool):
+    """(host args, neuron tensors, their host views) for a call."""
+    tensors = [args[i] for i in tensor_positions]
+    views = _C._host_views(tensors)
+    host_args = list(args)
+    for position, tensor, view in zip(tensor_positions, tensors, views):
+        if differentiable and tensor.requires_grad and tensor.device.type == "neuron":
+            view = _ToHost.apply(tensor, view.detach())
+        host_args[position] = view
+    return host_args, tensors, views
+
+
+def bridge_outputs(outputs, devices, device_index, tensors, views):
+    """The graph's results on the devices Dynamo traced them on."""
+    results = list(outputs)
+    to_device = [i for i, kind in enumerate(devices) if kind == "neuron" and isinstance(results[i], torch.Tensor)]
+    converted = _C._device_results([results[i].detach() for i in to_device], device_index, tensors, views)
+    for i, device_tensor in zip(to_device, converted):
+        host = results[i]
+        if host.requires_grad:
+            device_tensor = _ToDevice.apply(host, device_tensor)
+        results[i] = device_tensor
+    for i, kind in enumerate(devices):
+        # A result traced as a CPU tensor (`.cpu()` in the graph) must not
+        # share the device's bytes, as a real device-to-host copy would not.
+        if kind == "cpu" and isinstance(results[i], torch.Tensor):
+            results[i] = results[i].clone()
+    return results
