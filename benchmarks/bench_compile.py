@@ -9,7 +9,9 @@ parameters, random weights), in one run:
   (each measured in a fresh process with its own empty cache);
 - a compiled training step of a smaller Llama against the eager step.
 
-The reference column holds the baseline named in each row.
+The reference column holds the baseline named in each row. Run it through
+./dev, which sets OMP_WAIT_POLICY=passive (see dev): with spinning OpenMP
+threads, every column here is several times slower on 2 cores.
 """
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import common  # noqa: E402
 
-MODULES = ["bench_eager_overhead", "bench_elementwise_large", "bench_matmul", "bench_copy", "bench_hf_llama"]
+MODULES = ["bench_eager_overhead", "bench_elementwise_large", "bench_matmul", "bench_copy", "bench_hf_llama",
+           "bench_compile"]
 
 
 def main(argv: list[str]) -> int:

@@ -197,3 +197,53 @@ def test_autocast_region_in_graph():
     out = torch.compile(f, backend="neuron")(x, w)
     assert out.dtype == torch.bfloat16 and out.device.type == "neuron"
     torch.testing.assert_close(out.cpu(), f(x, w).cpu(), atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_one_row_matmul_takes_the_matrix_vector_route_with_cpu_results(dtype):
+    x, w = _rand(1, 96, seed=9).to(dtype), _rand(40, 96, seed=10).to(dtype)
+    tol = dict(atol=1e-5, rtol=1e-5) if dtype == torch.float32 else dict(atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close((x.to("neuron") @ w.to("neuron").t()).cpu(), x @ w.t(), **tol)
+    for shape in ((96,), (1, 1, 96), (3, 96)):  # one row (any rank), and the general path
+        inp = _rand(*shape, seed=11).to(dtype)
+        torch.testing.assert_close(torch.ops.neuron.linear(inp, w, None), F.linear(inp, w), **tol)
+    bias = _rand(40, seed=12).to(dtype)
+    torch.testing.assert_close(torch.ops.neuron.linear(x, w, bias), F.linear(x, w, bias), **tol)
+
+
+@pytest.mark.parametrize("case", ["causal", "bool_mask", "float_mask", "gqa", "fully_masked_row"])
+def test_short_query_attention_lowering_matches_sdpa(case):
+    from torch_neuronx.compile.attention import scaled_dot_product_attention as lowered
+
+    q, k, v = _rand(2, 4, 3, 8, seed=13), _rand(2, 4, 7, 8, seed=14), _rand(2, 4, 7, 8, seed=15)
+    kw = {}
+    if case == "causal":
+        kw["is_causal"] = True
+    elif case == "bool_mask":
+        kw["attn_mask"] = _rand(3, 7, seed=16) > 0
+        kw["attn_mask"][:, 0] = True
+    elif case == "float_mask":
+        kw["attn_mask"] = _rand(2, 1, 3, 7, seed=17)
+    elif case == "gqa":
+        k, v, kw["enable_gqa"] = k[:, :2], v[:, :2], True
+    else:
+        kw["attn_mask"] = torch.ones(3, 7, dtype=torch.bool)
+        kw["attn_mask"][1] = False
+    expected = F.scaled_dot_product_attention(q, k, v, **kw)
+    if case == "fully_masked_row":
+        expected = torch.where(expected.isnan(), 0.0, expected)
+    torch.testing.assert_close(lowered(q, k, v, **kw), expected)
+
+
+def test_hf_static_cache_generation_compiled_matches_eager():
+    from transformers import CompileConfig
+
+    from hf_helpers import tiny_llama
+
+    model = tiny_llama().to("neuron")
+    ids = torch.tensor([[1, 5, 7, 9, 11]], device="neuron")
+    kw = dict(max_new_tokens=6, do_sample=False, cache_implementation="static")
+    eager = model.generate(ids, disable_compile=True, **kw)
+    compiled = model.generate(ids, compile_config=CompileConfig(backend="neuron"), **kw)
+    assert torch.equal(compiled.cpu(), eager.cpu())
+    assert torch_neuronx.compile_records(), "generate() did not compile the decode step"

@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/util/string_view.h>
 
+#include <ATen/ops/empty.h>
 #include <ATen/ops/add_cpu_dispatch.h>
 #include <ATen/ops/addmm_cpu_dispatch.h>
 #include <ATen/ops/bmm_cpu_dispatch.h>
@@ -17,6 +18,7 @@
 #include "aten/core/KernelMemory.h"
 #include "aten/ops/CpuAlias.h"
 #include "aten/ops/FallbackAccounting.h"
+#include "aten/ops/RowMatmul.h"
 
 namespace torch_neuronx {
 namespace {
@@ -111,8 +113,28 @@ NEURON_PLAIN_BINARY_OP(div, "aten::div")
     return out;                                                                                         \
   }
 
-NEURON_MATMUL_OP(mm, "aten::mm")
 NEURON_MATMUL_OP(bmm, "aten::bmm")
+
+// Batch-1 decoding multiplies one row by each weight: a matrix-vector product.
+at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
+  const auto device = deviceOf("aten::mm", self, mat2);
+  KernelMemoryScope scope(device);
+  at::Tensor left = cpuAlias(self), right = cpuAlias(mat2);
+  if (isRowTimesWeight(left, right)) {
+    at::Tensor out = at::empty({1, right.size(1)}, left.options());
+    rowTimesWeightInto(out, left, right);
+    return fromCpuResult(out, device);
+  }
+  return fromCpuResult(at::cpu::mm(left, right), device);
+}
+
+at::Tensor& mmOut(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  KernelMemoryScope scope(deviceOf("aten::mm.out", self, mat2, out));
+  at::Tensor alias = cpuAlias(out);
+  at::cpu::mm_out(alias, cpuAlias(self), cpuAlias(mat2));
+  syncFromAlias(alias, out);
+  return out;
+}
 
 at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
                  const at::Scalar& alpha) {

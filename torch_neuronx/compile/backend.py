@@ -111,7 +111,7 @@ class _StaticGraphs:
         self.dynamo_reason = dynamo_reason
         self.symbolic = symbolic  # Dynamo generalised a shape: specialise per call
         self.output_devices = host_graph.output_devices(gm)
-        self.host_gm = None
+        self.host_graphs: dict[bool, torch.fx.GraphModule] = {}  # by "inference"
         self.compiled: dict[tuple, object] = {}
         self.last_signature: list[str] | None = None
 
@@ -163,12 +163,13 @@ class _StaticGraphs:
         from torch._subclasses.fake_tensor import FakeTensorMode
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-        if self.host_gm is None:
-            self.host_gm = host_graph.to_host_graph(self.gm)
         tensor_positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
         device = _device_index(args, self.gm)
         differentiable = torch.is_grad_enabled() and any(args[i].requires_grad for i in tensor_positions)
-        key = cache.graph_key(self.host_gm.code, "|".join(signature) + f"|grad={differentiable}", str(self.mode))
+        if differentiable not in self.host_graphs:
+            self.host_graphs[differentiable] = host_graph.to_host_graph(self.gm, inference=not differentiable)
+        host_gm = self.host_graphs[differentiable]
+        key = cache.graph_key(host_gm.code, "|".join(signature) + f"|grad={differentiable}", str(self.mode))
         entry = cache.lookup(key)
 
         host_args, _, _ = host_graph.bridge_inputs(args, tensor_positions, differentiable=False)
@@ -182,7 +183,7 @@ class _StaticGraphs:
         patches = {k: v for k, v in mode_options.items() if not k.startswith("triton.")}
         misses_before = counters["inductor"]["fxgraph_cache_miss"]
         with cache.inductor_artifacts_here(), torch._guards.tracing(torch._guards.TracingContext(fake_mode)):
-            compiled = compile_fx(self.host_gm, host_args, config_patches=patches)
+            compiled = compile_fx(host_gm, host_args, config_patches=patches)
         kernels_compiled = counters["inductor"]["fxgraph_cache_miss"] > misses_before
 
         if entry is not None and not kernels_compiled:

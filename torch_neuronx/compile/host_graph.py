@@ -20,6 +20,7 @@ import torch
 import torch.fx
 
 from .. import _C
+from . import attention
 
 _NEURON_DEVICE_STRING = re.compile(r"^neuron(:\d+)?$")
 
@@ -36,8 +37,12 @@ def _on_host(value):
     return value
 
 
-def to_host_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """A copy of `gm` whose device constants say cpu where they said neuron."""
+def to_host_graph(gm: torch.fx.GraphModule, inference: bool) -> torch.fx.GraphModule:
+    """A copy of `gm` whose device constants say cpu where they said neuron.
+
+    Attention and (in inference graphs) linear layers take the device's own
+    lowerings: see attention.py and neuron::linear (aten/ops/RowMatmul.cpp).
+    """
     graph = torch.fx.Graph()
     outputs = graph.graph_copy(gm.graph, {})
     graph.output(outputs)
@@ -48,6 +53,10 @@ def to_host_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
         node.args = _on_host(node.args)
         node.kwargs = _on_host(node.kwargs)
         _check_host_kernel(node)
+        if node.target in (torch._C._nn.scaled_dot_product_attention, torch.nn.functional.scaled_dot_product_attention):
+            node.target = attention.scaled_dot_product_attention
+        elif inference and node.target is torch._C._nn.linear:
+            node.target = torch.ops.neuron.linear
     host = torch.fx.GraphModule(gm, graph)
     for name, value in list(host.named_buffers()) + list(host.named_parameters()):
         if value.device.type == "neuron":
