@@ -17,7 +17,7 @@ import torch
 import torch.fx
 
 from .. import _C
-from . import cache, host_graph, report
+from . import attention, cache, host_graph, report
 
 _DTYPE_NAMES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16", torch.float64: "f64",
                 torch.int64: "i64", torch.int32: "i32", torch.int8: "i8", torch.uint8: "u8", torch.bool: "bool"}
@@ -181,6 +181,10 @@ class _StaticGraphs:
         # CUDA graphs (reduce-overhead) have no CPU meaning; the rest of a mode applies.
         mode_options = list_mode_options(self.mode) if self.mode not in (None, "default") else {}
         patches = {k: v for k, v in mode_options.items() if not k.startswith("triton.")}
+        # The AOT autograd cache skips graphs calling functions it does not know;
+        # our attention lowering is versioned with the package.
+        patches["unsafe_marked_cacheable_functions"] = {
+            f"{attention.__name__}.scaled_dot_product_attention": torch_neuronx_version()}
         misses_before = counters["inductor"]["fxgraph_cache_miss"]
         with cache.inductor_artifacts_here(), torch._guards.tracing(torch._guards.TracingContext(fake_mode)):
             compiled = compile_fx(host_gm, host_args, config_patches=patches)
@@ -204,6 +208,12 @@ class _StaticGraphs:
             return host_graph.bridge_outputs(outputs, output_devices, device, tensors, views)
 
         return run
+
+
+def torch_neuronx_version() -> str:
+    from .. import __version__
+
+    return __version__
 
 
 def _device_index(args, gm) -> int:

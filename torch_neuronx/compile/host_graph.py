@@ -47,9 +47,6 @@ def to_host_graph(gm: torch.fx.GraphModule, inference: bool) -> torch.fx.GraphMo
     outputs = graph.graph_copy(gm.graph, {})
     graph.output(outputs)
     for node in graph.nodes:
-        # Dynamo's fake values describe neuron tensors; Inductor re-derives them.
-        node.meta.pop("example_value", None)
-        node.meta.pop("val", None)
         node.args = _on_host(node.args)
         node.kwargs = _on_host(node.kwargs)
         _check_host_kernel(node)
