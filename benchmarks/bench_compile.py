@@ -94,18 +94,20 @@ model = b.build_model().to(device)
 ids = torch.randint(0, 32000, (1, 16), generator=torch.Generator().manual_seed(1)).to(device)
 t0 = time.perf_counter(); b.generate(model, ids, {backend!r}); first = time.perf_counter() - t0
 t0 = time.perf_counter(); b.generate(model, ids, {backend!r}); steady = time.perf_counter() - t0
-print(json.dumps({{"compile": first - steady}}))
+import torch_neuronx
+backend = sum(r.compile_seconds for r in torch_neuronx.compile_records())
+print(json.dumps({{"compile": first - steady, "backend": backend}}))
 """
 
 
-def _compile_seconds(device: str, backend: str, cache: str) -> float:
+def _compile_seconds(device: str, backend: str, cache: str) -> dict:
     env = dict(os.environ, TORCH_NEURONX_NEFF_CACHE_DIR=os.path.join(cache, "neff"),
                TORCHINDUCTOR_CACHE_DIR=os.path.join(cache, "inductor"))
     code = CHILD.format(here=os.path.dirname(os.path.abspath(__file__)), device=device, backend=backend)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=1800)
     if out.returncode != 0:
         raise RuntimeError(f"compile-time child failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])["compile"]
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def compile_time_rows() -> list[Row]:
@@ -114,10 +116,13 @@ def compile_time_rows() -> list[Row]:
         neuron_cold = _compile_seconds(NEURON, "neuron", neuron_cache)
         neuron_warm = _compile_seconds(NEURON, "neuron", neuron_cache)
     return [
-        Row("Llama-125M decode graph, cold compile: Inductor on CPU (ref) vs neuron", f"{inductor_cold:.1f} s",
-            f"{neuron_cold:.1f} s", neuron_cold / inductor_cold, "time", 1.2),
-        Row("Llama-125M decode graph, compile in a second process: cold (ref) vs warm cache", f"{neuron_cold:.1f} s",
-            f"{neuron_warm:.1f} s", neuron_warm / neuron_cold, "time", 0.10),
+        Row("Llama-125M decode graph, first call minus a later call, cold cache: Inductor on CPU (ref) vs neuron",
+            f"{inductor_cold['compile']:.1f} s", f"{neuron_cold['compile']:.1f} s",
+            neuron_cold["compile"] / inductor_cold["compile"], "time", 1.2),
+        Row("Llama-125M decode graph, time in the neuron backend: cold (ref) vs second process, warm cache",
+            f"{neuron_cold['backend']:.1f} s", f"{neuron_warm['backend']:.1f} s",
+            neuron_warm["backend"] / neuron_cold["backend"], "time", 0.10,
+            note=f"first call minus a later call, warm: {neuron_warm['compile']:.1f} s (Dynamo's tracing included)"),
     ]
 
 

@@ -95,32 +95,32 @@ def output_devices(gm: torch.fx.GraphModule) -> list[str | None]:
 
 
 class _ToHost(torch.autograd.Function):
-    """A neuron tensor as a CPU view, with its gradient crossing back."""
+    """A neuron tensor as a CPU view, with its gradient crossing back.
+
+    The view is made inside forward: an autograd Function that returned an
+    input as-is would hand out a view, which in-place updates then refuse.
+    """
 
     @staticmethod
-    def forward(ctx, tensor, host):
+    def forward(ctx, tensor):
         ctx.device = tensor.device.index
-        return host
+        return _C._host_views([tensor.detach()])[0]
 
     @staticmethod
     def backward(ctx, grad):
-        if grad is None:
-            return None, None
-        return _C._device_results([grad], ctx.device, [], [])[0], None
+        return _C._device_results([grad], ctx.device, [], [])[0]
 
 
 class _ToDevice(torch.autograd.Function):
     """A CPU result over device memory as a neuron tensor, differentiably."""
 
     @staticmethod
-    def forward(ctx, host, device_tensor):
-        return device_tensor
+    def forward(ctx, host, device_index, tensors, views):
+        return _C._device_results([host.detach()], device_index, tensors, views)[0]
 
     @staticmethod
     def backward(ctx, grad):
-        if grad is None:
-            return None, None
-        return _C._host_views([grad])[0], None
+        return _C._host_views([grad])[0], None, None, None
 
 
 def bridge_inputs(args, tensor_positions, differentiable: bool):
@@ -130,21 +130,44 @@ def bridge_inputs(args, tensor_positions, differentiable: bool):
     host_args = list(args)
     for position, tensor, view in zip(tensor_positions, tensors, views):
         if differentiable and tensor.requires_grad and tensor.device.type == "neuron":
-            view = _ToHost.apply(tensor, view.detach())
+            view = _ToHost.apply(tensor)
         host_args[position] = view
     return host_args, tensors, views
+
+
+def scope_backward(outputs, device_index: int) -> None:
+    """Runs the compiled backward of `outputs` in a kernel-memory scope.
+
+    The autograd engine calls the compiled backward later, outside the
+    forward's scope; without one its buffers would come from the host
+    allocator (fresh pages every step) instead of the core's cache.
+    """
+    node = next((o.grad_fn for o in outputs if isinstance(o, torch.Tensor) and o.grad_fn is not None), None)
+    if node is None:
+        return
+    scope = _C._KernelScope(device_index)
+
+    def enter(grad_outputs):
+        scope.__enter__()
+
+    def leave(grad_inputs, grad_outputs):
+        scope.__exit__(None, None, None)
+
+    node.register_prehook(enter)
+    node.register_hook(leave)
 
 
 def bridge_outputs(outputs, devices, device_index, tensors, views):
     """The graph's results on the devices Dynamo traced them on."""
     results = list(outputs)
+    scope_backward(results, device_index)
     to_device = [i for i, kind in enumerate(devices) if kind == "neuron" and isinstance(results[i], torch.Tensor)]
-    converted = _C._device_results([results[i].detach() for i in to_device], device_index, tensors, views)
-    for i, device_tensor in zip(to_device, converted):
-        host = results[i]
-        if host.requires_grad:
-            device_tensor = _ToDevice.apply(host, device_tensor)
+    plain = [i for i in to_device if not results[i].requires_grad]
+    for i, device_tensor in zip(plain, _C._device_results([results[i] for i in plain], device_index, tensors, views)):
         results[i] = device_tensor
+    for i in to_device:
+        if results[i].device.type == "cpu":  # requires grad: crosses differentiably
+            results[i] = _ToDevice.apply(results[i], device_index, tensors, views)
     for i, kind in enumerate(devices):
         # A result traced as a CPU tensor (`.cpu()` in the graph) must not
         # share the device's bytes, as a real device-to-host copy would not.
