@@ -247,3 +247,30 @@ def test_hf_static_cache_generation_compiled_matches_eager():
     compiled = model.generate(ids, compile_config=CompileConfig(backend="neuron"), **kw)
     assert torch.equal(compiled.cpu(), eager.cpu())
     assert torch_neuronx.compile_records(), "generate() did not compile the decode step"
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_lowering_matches_f_cross_entropy(reduction):
+    from torch_neuronx.compile.loss import cross_entropy
+
+    logits = _rand(6, 11, seed=18)
+    target = torch.tensor([1, 4, -100, 10, 0, 4])
+    got_in, ref_in = logits.clone().requires_grad_(), logits.clone().requires_grad_()
+    got = cross_entropy(got_in, target, reduction=reduction)
+    ref = F.cross_entropy(ref_in, target, reduction=reduction)
+    torch.testing.assert_close(got, ref)
+    (got * torch.arange(1.0, got.numel() + 1).reshape(got.shape)).sum().backward()
+    (ref * torch.arange(1.0, ref.numel() + 1).reshape(ref.shape)).sum().backward()
+    torch.testing.assert_close(got_in.grad, ref_in.grad)
+    smoothed = cross_entropy(logits, target, label_smoothing=0.1)  # outside the common case: F's own
+    torch.testing.assert_close(smoothed, F.cross_entropy(logits, target, label_smoothing=0.1))
+
+
+def test_inputs_saved_for_backward_outlive_the_callers_references():
+    f = torch.compile(lambda a, w: (a * w).sum(), backend="neuron")
+    w = _rand(256, seed=19).to("neuron").requires_grad_()
+    loss = f(_rand(256, seed=20).to("neuron"), w)  # the only reference to `a` is the graph's
+    scratch = [torch.full((256,), 7.0, device="neuron") for _ in range(8)]  # reuses any freed block
+    loss.backward()
+    torch.testing.assert_close(w.grad.cpu(), _rand(256, seed=20))
+    del scratch

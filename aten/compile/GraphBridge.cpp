@@ -15,6 +15,8 @@ at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key, const at::Tens
   auto tensor =
       at::detail::make_tensor<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(key), like.dtype());
   tensor.unsafeGetTensorImpl()->set_sizes_and_strides(like.sizes(), like.strides(), like.storage_offset());
+  if (like.is_conj()) tensor._set_conj(true);
+  if (like.is_neg()) tensor._set_neg(true);
   return tensor;
 }
 
@@ -34,6 +36,16 @@ c10::Storage shareAsDevice(const c10::Storage& host, c10::DeviceIndex device) {
                                                             /*resizable=*/false));
 }
 
+// A CPU storage over the bytes of a neuron storage that keeps it alive: the
+// compiled graph may save its inputs for the backward pass, after the caller
+// dropped them.
+c10::Storage shareAsHost(const c10::Storage& device) {
+  c10::DataPtr shared(device.unsafeGetStorageImpl()->mutable_data(), new c10::Storage(device), &releaseSharedStorage,
+                      c10::Device(c10::DeviceType::CPU));
+  return c10::Storage(c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), device.nbytes(),
+                                                            std::move(shared), nullptr, /*resizable=*/false));
+}
+
 }  // namespace
 
 std::vector<at::Tensor> hostViews(const std::vector<at::Tensor>& inputs) {
@@ -47,13 +59,8 @@ std::vector<at::Tensor> hostViews(const std::vector<at::Tensor>& inputs) {
     }
     const c10::StorageImpl* storage = input.storage().unsafeGetStorageImpl();
     auto found = alias_of_storage.find(storage);
-    if (found == alias_of_storage.end()) {
-      at::Tensor alias = cpuAlias(input);
-      alias_of_storage.emplace(storage, alias.storage());
-      views.push_back(std::move(alias));
-    } else {
-      views.push_back(tensorOver(found->second, c10::DispatchKey::CPU, input));
-    }
+    if (found == alias_of_storage.end()) found = alias_of_storage.emplace(storage, shareAsHost(input.storage())).first;
+    views.push_back(tensorOver(found->second, c10::DispatchKey::CPU, input));
   }
   return views;
 }

@@ -17,7 +17,7 @@ import torch
 import torch.fx
 
 from .. import _C
-from . import attention, cache, host_graph, report
+from . import attention, cache, host_graph, loss, report
 
 _DTYPE_NAMES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16", torch.float64: "f64",
                 torch.int64: "i64", torch.int32: "i32", torch.int8: "i8", torch.uint8: "u8", torch.bool: "bool"}
@@ -184,7 +184,8 @@ class _StaticGraphs:
         # The AOT autograd cache skips graphs calling functions it does not know;
         # our attention lowering is versioned with the package.
         patches["unsafe_marked_cacheable_functions"] = {
-            f"{attention.__name__}.scaled_dot_product_attention": torch_neuronx_version()}
+            f"{attention.__name__}.scaled_dot_product_attention": torch_neuronx_version(),
+            f"{loss.__name__}.cross_entropy": torch_neuronx_version()}
         misses_before = counters["inductor"]["fxgraph_cache_miss"]
         with cache.inductor_artifacts_here(), torch._guards.tracing(torch._guards.TracingContext(fake_mode)):
             compiled = compile_fx(host_gm, host_args, config_patches=patches)

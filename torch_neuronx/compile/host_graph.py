@@ -20,7 +20,7 @@ import torch
 import torch.fx
 
 from .. import _C
-from . import attention
+from . import attention, loss
 
 _NEURON_DEVICE_STRING = re.compile(r"^neuron(:\d+)?$")
 
@@ -40,8 +40,9 @@ def _on_host(value):
 def to_host_graph(gm: torch.fx.GraphModule, inference: bool) -> torch.fx.GraphModule:
     """A copy of `gm` whose device constants say cpu where they said neuron.
 
-    Attention and (in inference graphs) linear layers take the device's own
-    lowerings: see attention.py and neuron::linear (aten/ops/RowMatmul.cpp).
+    Attention, cross-entropy and (in inference graphs) linear layers take the
+    device's own lowerings: attention.py, loss.py and neuron::linear
+    (aten/ops/RowMatmul.cpp).
     """
     graph = torch.fx.Graph()
     outputs = graph.graph_copy(gm.graph, {})
@@ -52,6 +53,8 @@ def to_host_graph(gm: torch.fx.GraphModule, inference: bool) -> torch.fx.GraphMo
         _check_host_kernel(node)
         if node.target in (torch._C._nn.scaled_dot_product_attention, torch.nn.functional.scaled_dot_product_attention):
             node.target = attention.scaled_dot_product_attention
+        elif node.target is torch.nn.functional.cross_entropy:
+            node.target = loss.cross_entropy
         elif inference and node.target is torch._C._nn.linear:
             node.target = torch.ops.neuron.linear
     host = torch.fx.GraphModule(gm, graph)
