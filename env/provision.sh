@@ -9,13 +9,16 @@ set -euo pipefail
 
 ROOTFS="${TORCH_NEURONX_ROOTFS:-/var/cache/torch-neuronx/sid-rootfs}"
 MIRROR="${TORCH_NEURONX_MIRROR:-http://deb.debian.org/debian}"
-STAMP="$ROOTFS/.torch-neuronx-provisioned-v1"
+STAMP="$ROOTFS/.torch-neuronx-provisioned-v2"
 
+# libsleef-dev: the header of Inductor's vectorised CPU kernels (see
+# torch_neuronx/compile/vector_isa.py).
 PACKAGES=(
   python3 python3-dev python3-pip python3-setuptools python3-pytest
   python3-torch libtorch-dev python3-transformers python3-accelerate
   python3-safetensors python3-tokenizers python3-numpy python3-expecttest
   pybind11-dev libopenblas0-pthread libopenblas-dev libdnnl-dev
+  libsleef-dev
   g++ make cmake ninja-build ccache libgtest-dev git
 )
 

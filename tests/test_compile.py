@@ -274,3 +274,18 @@ def test_inputs_saved_for_backward_outlive_the_callers_references():
     loss.backward()
     torch.testing.assert_close(w.grad.cpu(), _rand(256, seed=20))
     del scratch
+
+
+def test_compiled_kernels_are_vectorised():
+    # The provisioned environment has Sleef (libsleef-dev): Inductor must not fall back to scalar code.
+    from torch._inductor import config, cpu_vec_isa
+
+    from torch_neuronx.compile import vector_isa
+
+    patches = vector_isa.inductor_patches()
+    assert patches == {"cpp.vec_isa_ok": True}
+    with config.patch(patches):
+        assert cpu_vec_isa.pick_vec_isa(), "no usable vector ISA"
+    x = _rand(64, 300, seed=21).to("neuron")
+    torch.testing.assert_close(torch.compile(lambda t: t.softmax(-1).exp(), backend="neuron")(x).cpu(),
+                               x.cpu().softmax(-1).exp())

@@ -17,7 +17,7 @@ import torch
 import torch.fx
 
 from .. import _C
-from . import attention, cache, host_graph, loss, report
+from . import attention, cache, host_graph, loss, report, vector_isa
 
 _DTYPE_NAMES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16", torch.float64: "f64",
                 torch.int64: "i64", torch.int32: "i32", torch.int8: "i8", torch.uint8: "u8", torch.bool: "bool"}
@@ -181,6 +181,7 @@ class _StaticGraphs:
         # CUDA graphs (reduce-overhead) have no CPU meaning; the rest of a mode applies.
         mode_options = list_mode_options(self.mode) if self.mode not in (None, "default") else {}
         patches = {k: v for k, v in mode_options.items() if not k.startswith("triton.")}
+        patches.update(vector_isa.inductor_patches())
         # The AOT autograd cache skips graphs calling functions it does not know;
         # our attention lowering is versioned with the package.
         patches["unsafe_marked_cacheable_functions"] = {
