@@ -19,7 +19,8 @@ reset_compile_report = report.reset
 def register() -> None:
     from torch._dynamo import register_backend
 
-    from . import device_interface
+    from . import device_interface, inductor_device
 
     device_interface.register()
+    inductor_device.register()
     register_backend(neuron, name="neuron")
