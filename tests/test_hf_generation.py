@@ -73,19 +73,22 @@ def test_static_cache_without_compile_matches_cpu(models, prompt):
     assert got.past_key_values.layers[0].keys.device == NEURON0
 
 
-def test_static_cache_default_autocompile_needs_inductor(models, prompt):
-    """Documents the unchanged-code path `generate(cache_implementation="static")` today.
+def test_static_cache_default_autocompile_names_the_backend_to_use(models, prompt):
+    """The unchanged-code path `generate(cache_implementation="static")` today.
 
     transformers 5.12 auto-compiles the forward for a StaticCache whenever device.type is in
     ["cuda", "xpu", "neuron", "tpu"] (generation/utils.py _valid_auto_compile_criteria), with the
-    default CompileConfig(backend="inductor", mode="reduce-overhead"). torch_neuronx registers no
-    Inductor device backend (torch.compile is tracked in its own issue), so lowering fails.
-    Workarounds: disable_compile=True (tested above) or compile_config=CompileConfig(backend="eager").
-    When an Inductor backend lands, this test must be flipped to compare with the CPU tokens.
+    default CompileConfig(backend="inductor", mode="reduce-overhead"). Inductor cannot lower neuron
+    graphs (docs/compile.md); the error says to use backend="neuron", which works (test_compile.py).
     """
     _, neuron = models
-    with pytest.raises(Exception, match="no scheduling registered for device neuron"):
+    with pytest.raises(Exception, match=r"cannot compile graphs on neuron.*CompileConfig\(backend=\"neuron\"\)"):
         _generate(neuron, prompt, cache_implementation="static")
+    from transformers import CompileConfig
+
+    ref = _generate(neuron, prompt, cache_implementation="static", disable_compile=True)
+    got = _generate(neuron, prompt, cache_implementation="static", compile_config=CompileConfig(backend="neuron"))
+    assert torch.equal(got.sequences.cpu(), ref.sequences.cpu())
 
 
 def test_beam_search_matches_cpu(models, prompt):

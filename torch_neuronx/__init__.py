@@ -36,6 +36,9 @@ def _register() -> None:
     from . import compile as _compile
 
     _compile.register()
+    from . import distributed as _distributed
+
+    _distributed.register()
 
 
 def _autoload() -> None:

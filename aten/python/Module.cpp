@@ -10,6 +10,7 @@
 
 #include "aten/core/KernelMemory.h"
 #include "aten/python/CompileBindings.h"
+#include "aten/python/DistributedBindings.h"
 #include "aten/core/NeuronAllocator.h"
 #include "aten/core/NeuronGenerator.h"
 #include "aten/core/NeuronGuard.h"
@@ -86,4 +87,5 @@ PYBIND11_MODULE(_C, m) {
   m.def("_fallback_counts", &cpuFallbackCounts);
   m.def("_reset_fallback_counts", &resetCpuFallbackCounts);
   bindCompile(m);
+  bindDistributed(m);
 }

@@ -1,0 +1,30 @@
+#include "distributed/NeuronWork.h"
+
+#include <ATen/core/ivalue.h>
+
+namespace torch_neuronx::distributed {
+namespace {
+
+// A future over device tensors must name their devices (it records events on
+// them); CPU outputs need none.
+std::vector<c10::Device> devicesOf(const std::vector<at::Tensor>& tensors) {
+  std::vector<c10::Device> devices;
+  for (const auto& t : tensors) {
+    if (t.defined() && !t.device().is_cpu() && std::find(devices.begin(), devices.end(), t.device()) == devices.end()) {
+      devices.push_back(t.device());
+    }
+  }
+  return devices;
+}
+
+}  // namespace
+
+NeuronWork::NeuronWork(int rank, c10d::OpType op, std::vector<at::Tensor> outputs)
+    : c10d::Work(rank, op), outputs_(std::move(outputs)) {
+  future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
+                                                     devicesOf(outputs_));
+  future_->markCompleted(c10::IValue(outputs_));
+  finish();
+}
+
+}  // namespace torch_neuronx::distributed

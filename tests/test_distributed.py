@@ -1,0 +1,370 @@
+"""The "neuron" torch.distributed backend on 2 ranks of one host.
+
+One launch of 2 ranks (torch.multiprocessing, TCP rendezvous without libuv, as
+Debian's torch needs) runs every check below in order; each rank records each
+check's outcome and the tests report them one by one. Each rank uses its own
+core, neuron:rank. Every result is compared exactly with a reference computed
+locally from all ranks' known inputs, in the same rank order as the backend.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import traceback
+from datetime import timedelta
+
+import pytest
+import torch
+
+WORLD = 2
+LAUNCH_TIMEOUT = 120
+SHM_DIR = "/dev/shm"
+SHM_PREFIX = "torch_neuronx_"
+# 1 MiB slots, so the larger tensors below take several steps.
+CHILD_ENV = {"TORCH_NEURONX_DIST_SLOT_MB": "1"}
+_BASELINE_SEGMENTS: set[str] = set()  # in a rank: the segments that existed before the launch
+BIG = 300_007  # float32 elements: more than one slot, not a multiple of anything
+
+pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch without distributed")
+
+DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32, torch.uint8, torch.bool]
+OPS = ["SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"]
+
+
+# ---------------------------------------------------------------- references
+
+def rank_input(rank: int, n: int, dtype: torch.dtype) -> torch.Tensor:
+    """What `rank` contributes: distinct per rank, small enough not to overflow much, exact in every dtype."""
+    base = torch.arange(n, dtype=torch.int64) % 13 + rank * 3 + 1
+    if dtype == torch.bool:
+        return (base + rank) % 3 == 0
+    return base.to(dtype) if not dtype.is_floating_point else (base.to(torch.float32) / 4).to(dtype)
+
+
+def meaningful(dtype: torch.dtype, op: str) -> bool:
+    if op in ("BAND", "BOR", "BXOR"):
+        return not dtype.is_floating_point
+    return not (op == "AVG" and dtype == torch.bool)
+
+
+def reference_reduce(inputs: list[torch.Tensor], op: str) -> torch.Tensor:
+    acc = inputs[0].clone()
+    for other in inputs[1:]:
+        if op in ("SUM", "AVG"):
+            acc.add_(other)
+        elif op == "PRODUCT":
+            acc.mul_(other)
+        elif op == "MIN":
+            torch.minimum(acc, other, out=acc)
+        elif op == "MAX":
+            torch.maximum(acc, other, out=acc)
+        else:
+            getattr(acc, {"BAND": "bitwise_and_", "BOR": "bitwise_or_", "BXOR": "bitwise_xor_"}[op])(other)
+    if op == "AVG":
+        acc = acc.div_(len(inputs)) if acc.is_floating_point() else acc.div_(len(inputs), rounding_mode="trunc")
+    return acc
+
+
+def assert_same(result: torch.Tensor, expected: torch.Tensor, what: str) -> None:
+    assert result.dtype == expected.dtype, f"{what}: dtype {result.dtype} != {expected.dtype}"
+    assert torch.equal(result.cpu(), expected), f"{what}: got {result.cpu()[:8]}, expected {expected[:8]}"
+
+
+# ---------------------------------------------------------------- checks (run on every rank)
+
+def check_default_backend(rank, dev):
+    """init_process_group() with no backend picks "neuron" when the accelerator is neuron."""
+    import torch.distributed as dist
+
+    from torch_neuronx._C import _NeuronBackend
+
+    # torch names a group created without a backend "undefined" on every device
+    # type; what matters is the backend that serves the accelerator.
+    assert dist.get_backend() in ("undefined", "neuron"), dist.get_backend()
+    assert dist.get_backend_config() == "neuron:neuron", dist.get_backend_config()
+    assert isinstance(dist.group.WORLD._get_backend(dev), _NeuronBackend)
+    t = torch.full((4,), float(rank + 1), device=dev)
+    dist.all_reduce(t)
+    assert_same(t, torch.full((4,), 3.0), "all_reduce on the default group")
+
+
+def check_segment_unlinked(rank, dev):
+    """Once every rank has opened the segment its name is gone, so no exit can leave it behind."""
+    import torch.distributed as dist
+
+    dist.barrier()  # rank 0 unlinks just after the last rank attached; a barrier orders that
+    leftovers = sorted(_segments() - _BASELINE_SEGMENTS)
+    assert not leftovers, f"segments still linked after init: {leftovers}"
+
+
+def check_broadcast(rank, dev):
+    import torch.distributed as dist
+
+    for root in range(WORLD):
+        for n, dtype in ((BIG, torch.float32), (33, torch.uint8), (5, torch.int64), (0, torch.float32)):
+            t = rank_input(rank, n, dtype).to(dev)
+            dist.broadcast(t, src=root)
+            assert_same(t, rank_input(root, n, dtype), f"broadcast from {root} of {n} {dtype}")
+
+
+def check_all_reduce_ops(rank, dev):
+    import torch.distributed as dist
+
+    for dtype in DTYPES:
+        for op in OPS:
+            if not meaningful(dtype, op):
+                continue
+            t = rank_input(rank, 37, dtype).to(dev)
+            dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
+            expected = reference_reduce([rank_input(r, 37, dtype) for r in range(WORLD)], op)
+            assert_same(t, expected, f"all_reduce {op} {dtype}")
+
+
+def check_all_reduce_large_and_strided(rank, dev):
+    import torch.distributed as dist
+
+    t = rank_input(rank, BIG, torch.float32).to(dev)
+    dist.all_reduce(t)
+    assert_same(t, reference_reduce([rank_input(r, BIG, torch.float32) for r in range(WORLD)], "SUM"), "large")
+    # A non-contiguous view (a transposed matrix) is reduced in place.
+    base = rank_input(rank, 64 * 48, torch.bfloat16).view(64, 48)
+    view = base.to(dev).t()
+    dist.all_reduce(view, op=dist.ReduceOp.MAX)
+    expected = reference_reduce([rank_input(r, 64 * 48, torch.bfloat16).view(64, 48).t() for r in range(WORLD)], "MAX")
+    assert not view.is_contiguous()
+    assert_same(view, expected, "transposed all_reduce")
+
+
+def check_cpu_tensors(rank, dev):
+    import torch.distributed as dist
+
+    t = rank_input(rank, 1000, torch.int64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    assert_same(t, reference_reduce([rank_input(r, 1000, torch.int64) for r in range(WORLD)], "MAX"), "cpu all_reduce")
+    objects = [None] * WORLD
+    dist.all_gather_object(objects, {"rank": rank})
+    assert objects == [{"rank": r} for r in range(WORLD)], objects
+
+
+def check_all_reduce_coalesced(rank, dev):
+    import torch.distributed as dist
+
+    tensors = [rank_input(rank, n, torch.float32).to(dev) for n in (3, 1000, BIG)]
+    dist.all_reduce_coalesced(tensors)
+    for n, t in zip((3, 1000, BIG), tensors):
+        assert_same(t, reference_reduce([rank_input(r, n, torch.float32) for r in range(WORLD)], "SUM"), f"coalesced {n}")
+
+
+def check_all_gather(rank, dev):
+    import torch.distributed as dist
+
+    for n, dtype in ((BIG, torch.float32), (17, torch.bfloat16), (9, torch.bool)):
+        x = rank_input(rank, n, dtype).to(dev)
+        outputs = [torch.empty_like(x) for _ in range(WORLD)]
+        outputs[rank] = x  # transformers' tensor parallelism aliases its own slot
+        dist.all_gather(outputs, x)
+        for r in range(WORLD):
+            assert_same(outputs[r], rank_input(r, n, dtype), f"all_gather {dtype} from {r}")
+    # Non-contiguous outputs: columns of a wider tensor.
+    wide = torch.zeros(8, 2 * WORLD, device=dev)
+    dist.all_gather(list(wide.chunk(WORLD, dim=1)), torch.full((8, 2), float(rank), device=dev))
+    expected = torch.cat([torch.full((8, 2), float(r)) for r in range(WORLD)], dim=1)
+    assert_same(wide, expected, "all_gather into column chunks")
+
+
+def check_all_gather_into_tensor(rank, dev):
+    import torch.distributed as dist
+
+    x = rank_input(rank, BIG, torch.float32).to(dev)
+    out = torch.empty(WORLD * BIG, device=dev)
+    dist.all_gather_into_tensor(out, x)
+    assert_same(out, torch.cat([rank_input(r, BIG, torch.float32) for r in range(WORLD)]), "all_gather_into_tensor")
+
+
+def check_reduce_scatter(rank, dev):
+    import torch.distributed as dist
+
+    full = [rank_input(r, 6 * WORLD * 5, torch.float32).view(6, WORLD * 5) for r in range(WORLD)]
+    out = torch.empty(6, 5, device=dev)
+    # Non-contiguous inputs, as transformers' tensor parallelism passes them.
+    dist.reduce_scatter(out, list(full[rank].to(dev).chunk(WORLD, dim=-1)))
+    expected = reference_reduce([f.chunk(WORLD, dim=-1)[rank] for f in full], "SUM")
+    assert_same(out, expected.contiguous(), "reduce_scatter of column chunks")
+    for op, dtype in (("MAX", torch.int32), ("AVG", torch.bfloat16), ("BXOR", torch.uint8)):
+        ins = [rank_input(rank, 11, dtype).to(dev) for _ in range(WORLD)]
+        out = torch.empty(11, dtype=dtype, device=dev)
+        dist.reduce_scatter(out, ins, op=getattr(dist.ReduceOp, op))
+        assert_same(out, reference_reduce([rank_input(r, 11, dtype) for r in range(WORLD)], op), f"reduce_scatter {op}")
+
+
+def check_reduce_scatter_tensor(rank, dev):
+    import torch.distributed as dist
+
+    inputs = [rank_input(r, WORLD * BIG, torch.float32) for r in range(WORLD)]
+    out = torch.empty(BIG, device=dev)
+    dist.reduce_scatter_tensor(out, inputs[rank].to(dev))
+    expected = reference_reduce([i[rank * BIG:(rank + 1) * BIG] for i in inputs], "SUM")
+    assert_same(out, expected, "reduce_scatter_tensor")
+
+
+def check_barrier_and_future(rank, dev):
+    import torch.distributed as dist
+
+    dist.barrier()
+    t = torch.ones(3, device=dev) * (rank + 1)
+    work = dist.all_reduce(t, async_op=True)
+    work.wait()
+    assert work.is_completed() and work.is_success()
+    # DDP communication hooks chain on the future's value: the output tensors.
+    doubled = work.get_future().then(lambda fut: fut.value()[0] * 2).wait()
+    assert_same(doubled, torch.full((3,), 6.0), "future value")
+
+
+def check_mismatch_raises(rank, dev):
+    """Different sizes on different ranks: the same clear error on every rank, and the group stays usable."""
+    import torch.distributed as dist
+
+    t = torch.ones(10 + rank, device=dev)
+    with pytest.raises(RuntimeError, match=r"(?s)mismatched collectives.*rank 0: all_reduce of 10 Float.*rank 1: "
+                                           r"all_reduce of 11 Float"):
+        dist.all_reduce(t)
+    with pytest.raises(RuntimeError, match="BAND needs an integer or bool tensor"):
+        dist.all_reduce(torch.ones(2, device=dev), op=dist.ReduceOp.BAND)
+    t = torch.ones(4, device=dev)
+    dist.all_reduce(t)
+    assert_same(t, torch.full((4,), 2.0), "all_reduce after a mismatch")
+
+
+def check_missing_rank_times_out(rank, dev):
+    """Rank 1 never joins an all_reduce: rank 0 raises within the group's timeout, naming rank 1."""
+    import torch.distributed as dist
+
+    group = dist.new_group(timeout=timedelta(seconds=3))
+    dist.barrier()
+    if rank == 0:
+        start = time.monotonic()
+        with pytest.raises(dist.DistBackendError, match=r"all_reduce timed out after 3000 ms.*waited for rank 1"):
+            dist.all_reduce(torch.ones(4, device=dev), group=group)
+        elapsed = time.monotonic() - start
+        assert 2.5 < elapsed < 8, elapsed
+        with pytest.raises(dist.DistBackendError, match="unusable after an earlier failure"):
+            dist.all_reduce(torch.ones(4, device=dev), group=group)
+    dist.barrier()  # rank 1 waits here, alive, until rank 0 is done
+
+
+def check_dead_rank_detected(rank, dev):
+    """Rank 1 exits without leaving the group (see _worker): rank 0 raises long before the 30 s timeout."""
+    import torch.distributed as dist
+
+    group = dist.new_group(timeout=timedelta(seconds=30))
+    dist.barrier(group=group)
+    if rank == 0:
+        start = time.monotonic()
+        with pytest.raises(dist.DistBackendError, match=r"all_reduce failed: rank 1 \(pid \d+\) exited"):
+            dist.all_reduce(torch.ones(4, device=dev), group=group)
+        assert time.monotonic() - start < 10
+
+
+CHECKS = [check_broadcast, check_all_reduce_ops, check_all_reduce_large_and_strided, check_cpu_tensors,
+          check_all_reduce_coalesced, check_all_gather, check_all_gather_into_tensor, check_reduce_scatter,
+          check_reduce_scatter_tensor, check_barrier_and_future, check_mismatch_raises, check_missing_rank_times_out]
+
+
+# ---------------------------------------------------------------- the launch
+
+def _record(results: dict, check) -> None:
+    try:
+        check(results["rank"], results["device"])
+        results[check.__name__] = "ok"
+    except BaseException:  # noqa: BLE001  recorded for the parent's report
+        results[check.__name__] = traceback.format_exc()
+
+
+def _worker(rank: int, ports: list[int], out_dir: str, segments_before: list[str]) -> None:
+    import torch.distributed as dist
+
+    _BASELINE_SEGMENTS.update(segments_before)
+
+    torch.neuron.set_device(rank)
+    dev = torch.device("neuron", rank)
+    results = {"rank": rank, "device": dev}
+    try:
+        # No backend: torch picks the one registered for the neuron accelerator.
+        dist.init_process_group(init_method=f"tcp://127.0.0.1:{ports[0]}?use_libuv=0", rank=rank,
+                                world_size=WORLD, timeout=timedelta(seconds=60))
+        for check in (check_default_backend, check_segment_unlinked):
+            _record(results, check)
+        dist.destroy_process_group()
+        dist.init_process_group("neuron", init_method=f"tcp://127.0.0.1:{ports[1]}?use_libuv=0", rank=rank,
+                                world_size=WORLD, timeout=timedelta(seconds=60))
+        for check in CHECKS:
+            _record(results, check)
+        _record(results, check_dead_rank_detected)
+        if rank == 1:  # dies abruptly: no destroy, no exit handlers, as a crash would
+            _save(results, out_dir)
+            os._exit(0)
+        dist.destroy_process_group()
+    finally:
+        _save(results, out_dir)
+
+
+def _save(results: dict, out_dir: str) -> None:
+    saved = {k: v for k, v in results.items() if k != "device"}
+    with open(os.path.join(out_dir, f"rank{saved['rank']}.json"), "w") as f:
+        json.dump(saved, f)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _segments() -> set[str]:
+    return {n for n in os.listdir(SHM_DIR) if n.startswith(SHM_PREFIX)} if os.path.isdir(SHM_DIR) else set()
+
+
+@pytest.fixture(scope="module")
+def launch(tmp_path_factory):
+    """Runs the 2 ranks once; returns each rank's results and the /dev/shm segments before and after."""
+    import torch.multiprocessing as mp
+
+    out_dir = str(tmp_path_factory.mktemp("ranks"))
+    before = _segments()
+    saved = {k: os.environ.get(k) for k in CHILD_ENV}
+    os.environ.update(CHILD_ENV)  # spawned children inherit the environment
+    try:
+        context = mp.start_processes(_worker, args=([_free_port(), _free_port()], out_dir, sorted(before)), nprocs=WORLD,
+                                     join=False, start_method="spawn")
+        deadline = time.monotonic() + LAUNCH_TIMEOUT
+        while not context.join(timeout=1):
+            if time.monotonic() > deadline:
+                for p in context.processes:
+                    p.kill()
+                pytest.fail(f"the ranks did not finish within {LAUNCH_TIMEOUT} s")
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    results = []
+    for rank in range(WORLD):
+        with open(os.path.join(out_dir, f"rank{rank}.json")) as f:
+            results.append(json.load(f))
+    return results, before, _segments()
+
+
+@pytest.mark.parametrize("check", ["check_default_backend", "check_segment_unlinked"] + [c.__name__ for c in CHECKS]
+                         + ["check_dead_rank_detected"])
+def test_collective(launch, check):
+    results, _, _ = launch
+    failures = {r["rank"]: r.get(check, "not run") for r in results if r.get(check) != "ok"}
+    assert not failures, "\n".join(f"rank {rank}:\n{text}" for rank, text in failures.items())
+
+
+def test_no_segment_left_behind(launch):
+    _, before, after = launch
+    assert after <= before, f"new shared-memory segments left in {SHM_DIR}: {sorted(after - before)}"
