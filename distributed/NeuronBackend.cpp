@@ -79,6 +79,40 @@ void writeBack(const std::vector<HostBuffer>& buffers) {
   for (const auto& b : buffers) b.writeBack();
 }
 
+// Pieces of a flat buffer with the given lengths (all_to_all_single's split sizes).
+std::vector<at::Tensor> splitPieces(const at::Tensor& flat, const std::vector<int64_t>& lengths) {
+  std::vector<at::Tensor> result;
+  int64_t offset = 0;
+  for (int64_t n : lengths) {
+    result.push_back(flat.narrow(0, offset, n));
+    offset += n;
+  }
+  return result;
+}
+
+// all_to_all_single's split sizes: as given, or equal pieces when none are given.
+std::vector<int64_t> splitSizes(const std::vector<int64_t>& sizes, const at::Tensor& t, int size, const char* what) {
+  if (sizes.empty()) {
+    TORCH_CHECK(t.numel() % size == 0, "all_to_all_single: the ", what, " tensor's ", t.numel(),
+                " elements do not split evenly between ", size, " ranks; pass split sizes");
+    return std::vector<int64_t>(size, t.numel() / size);
+  }
+  TORCH_CHECK(static_cast<int>(sizes.size()) == size, "all_to_all_single: expected ", size, " ", what,
+              " split sizes, got ", sizes.size());
+  // Split sizes count rows of the first dimension; pieces are flat elements.
+  const int64_t row = t.dim() > 0 && t.size(0) > 0 ? t.numel() / t.size(0) : 1;
+  int64_t rows = 0;
+  std::vector<int64_t> elements;
+  for (int64_t n : sizes) {
+    TORCH_CHECK(n >= 0, "all_to_all_single: negative split size ", n);
+    rows += n;
+    elements.push_back(n * row);
+  }
+  TORCH_CHECK(rows == (t.dim() > 0 ? t.size(0) : 1), "all_to_all_single: ", what, " split sizes add up to ", rows,
+              ", but the tensor has ", t.dim() > 0 ? t.size(0) : 1, " rows");
+  return elements;
+}
+
 // Rank-sized pieces of a flat buffer (the single-tensor collectives).
 std::vector<at::Tensor> pieces(const at::Tensor& flat, int size) {
   const int64_t n = flat.numel() / size;
@@ -91,7 +125,8 @@ std::vector<at::Tensor> pieces(const at::Tensor& flat, int size) {
 
 NeuronBackend::NeuronBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                              std::chrono::milliseconds timeout)
-    : c10d::Backend(rank, size), timeout_(timeout), collectives_(connect(*store, rank, size, timeout)) {}
+    : c10d::Backend(rank, size), timeout_(timeout), collectives_(connect(*store, rank, size, timeout)),
+      p2p_(collectives_.transport()) {}
 
 c10::intrusive_ptr<c10d::Backend::Options> NeuronBackend::getBackendOptions() {
   return c10::make_intrusive<Options>("neuron", timeout_);
@@ -197,6 +232,168 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::_reduce_scatter_base(at::Tensor& o
     collectives_.reduceScatter(pieces(in.flat(), getSize()), out.flat(), opts.reduceOp);
     out.writeBack();
   });
+}
+
+c10::intrusive_ptr<c10d::Work> NeuronBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                              std::vector<at::Tensor>& inputs,
+                                                                              const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(), "all_gather_into_tensor_coalesced: ", inputs.size(), " inputs but ",
+              outputs.size(), " outputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkSameKind(outputs[i], inputs[i], inputs[i].numel() * getSize(), "all_gather_into_tensor_coalesced output");
+  }
+  return run(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, opts.timeout, outputs, [&] {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      HostBuffer in(inputs[i]);
+      HostBuffer out(outputs[i]);
+      collectives_.allgather(in.flat(), pieces(out.flat(), getSize()));
+      out.writeBack();
+    }
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                              std::vector<at::Tensor>& inputs,
+                                                                              const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(), "reduce_scatter_tensor_coalesced: ", inputs.size(), " inputs but ",
+              outputs.size(), " outputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkSameKind(inputs[i], outputs[i], outputs[i].numel() * getSize(), "reduce_scatter_tensor_coalesced input");
+  }
+  return run(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, opts.timeout, outputs, [&] {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      HostBuffer in(inputs[i]);
+      HostBuffer out(outputs[i]);
+      collectives_.reduceScatter(pieces(in.flat(), getSize()), out.flat(), opts.reduceOp);
+      out.writeBack();
+    }
+  });
+}
+
+void NeuronBackend::checkRoot(int64_t root, const char* what) const {
+  TORCH_CHECK(root >= 0 && root < getSize(), what, ": invalid root rank ", root, " in a group of ", getSize());
+}
+
+c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce(std::vector<at::Tensor>& tensors,
+                                                     const c10d::ReduceOptions& opts) {
+  checkRoot(opts.rootRank, "reduce");
+  return run(c10d::OpType::REDUCE, opts.timeout, tensors, [&] {
+    for (const auto& t : tensors) {
+      HostBuffer buffer(t);
+      collectives_.reduce(buffer.flat(), static_cast<int>(opts.rootRank), opts.reduceOp);
+      buffer.writeBack();
+    }
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> NeuronBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::GatherOptions& opts) {
+  checkRoot(opts.rootRank, "gather");
+  TORCH_CHECK(inputs.size() == 1, "gather: the neuron process group takes one tensor");
+  const bool root = getRank() == opts.rootRank;
+  std::vector<at::Tensor> outs = root && !outputs.empty() ? outputs[0] : std::vector<at::Tensor>{};
+  TORCH_CHECK(!root || static_cast<int>(outs.size()) == getSize(), "gather: expected ", getSize(),
+              " output tensors on the root, got ", outs.size());
+  for (const auto& out : outs) checkSameKind(out, inputs[0], inputs[0].numel(), "gather output");
+  return run(c10d::OpType::GATHER, opts.timeout, outs, [&] {
+    HostBuffer input(inputs[0]);
+    std::vector<HostBuffer> buffers(outs.begin(), outs.end());
+    collectives_.gather(input.flat(), flats(buffers), static_cast<int>(opts.rootRank));
+    writeBack(buffers);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> NeuronBackend::gather_into_tensor(at::Tensor& output, at::Tensor& input,
+                                                                 const c10d::GatherOptions& opts) {
+  checkRoot(opts.rootRank, "gather_single");
+  const bool root = getRank() == opts.rootRank;
+  if (root) checkSameKind(output, input, input.numel() * getSize(), "gather_single output");
+  return run(c10d::OpType::GATHER, opts.timeout, {output}, [&] {
+    HostBuffer in(input);
+    if (!root) return collectives_.gather(in.flat(), {}, static_cast<int>(opts.rootRank));
+    HostBuffer out(output);
+    collectives_.gather(in.flat(), pieces(out.flat(), getSize()), static_cast<int>(opts.rootRank));
+    out.writeBack();
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> NeuronBackend::scatter(std::vector<at::Tensor>& outputs,
+                                                      std::vector<std::vector<at::Tensor>>& inputs,
+                                                      const c10d::ScatterOptions& opts) {
+  checkRoot(opts.rootRank, "scatter");
+  TORCH_CHECK(outputs.size() == 1, "scatter: the neuron process group takes one tensor");
+  const bool root = getRank() == opts.rootRank;
+  std::vector<at::Tensor> ins = root && !inputs.empty() ? inputs[0] : std::vector<at::Tensor>{};
+  TORCH_CHECK(!root || static_cast<int>(ins.size()) == getSize(), "scatter: expected ", getSize(),
+              " input tensors on the root, got ", ins.size());
+  for (const auto& in : ins) checkSameKind(in, outputs[0], outputs[0].numel(), "scatter input");
+  return run(c10d::OpType::SCATTER, opts.timeout, outputs, [&] {
+    std::vector<HostBuffer> buffers(ins.begin(), ins.end());
+    HostBuffer out(outputs[0]);
+    collectives_.scatter(flats(buffers), out.flat(), static_cast<int>(opts.rootRank));
+    out.writeBack();
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> NeuronBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                            std::vector<int64_t>& output_split_sizes,
+                                                            std::vector<int64_t>& input_split_sizes,
+                                                            const c10d::AllToAllOptions& opts) {
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "all_to_all_single: input is ", input.scalar_type(),
+              " but output is ", output.scalar_type());
+  const auto out_sizes = splitSizes(output_split_sizes, output, getSize(), "output");
+  const auto in_sizes = splitSizes(input_split_sizes, input, getSize(), "input");
+  return run(c10d::OpType::ALLTOALL_BASE, opts.timeout, {output}, [&] {
+    HostBuffer in(input);
+    HostBuffer out(output);
+    collectives_.alltoall(splitPieces(in.flat(), in_sizes), splitPieces(out.flat(), out_sizes));
+    out.writeBack();
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> NeuronBackend::alltoall(std::vector<at::Tensor>& outputs,
+                                                       std::vector<at::Tensor>& inputs,
+                                                       const c10d::AllToAllOptions& opts) {
+  TORCH_CHECK(static_cast<int>(inputs.size()) == getSize() && static_cast<int>(outputs.size()) == getSize(),
+              "all_to_all: expected ", getSize(), " input and output tensors, got ", inputs.size(), " and ",
+              outputs.size());
+  for (const auto& t : inputs) checkSameKind(t, outputs[0], t.numel(), "all_to_all input");
+  for (const auto& t : outputs) checkSameKind(t, outputs[0], t.numel(), "all_to_all output");
+  return run(c10d::OpType::ALLTOALL, opts.timeout, outputs, [&] {
+    std::vector<HostBuffer> ins(inputs.begin(), inputs.end());
+    std::vector<HostBuffer> outs(outputs.begin(), outputs.end());
+    collectives_.alltoall(flats(ins), flats(outs));
+    writeBack(outs);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> NeuronBackend::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
+  TORCH_CHECK(dst >= 0 && dst < getSize() && dst != getRank(), "send: invalid destination rank ", dst);
+  return run(c10d::OpType::SEND, c10d::kUnsetTimeout, tensors, [&] {
+    for (const auto& t : tensors) p2p_.send(HostBuffer(t).flat(), dst, tag);
+  });
+}
+
+int NeuronBackend::recvFrom(const std::vector<at::Tensor>& tensors, int src, int tag) {
+  int from = src;
+  for (const auto& t : tensors) {
+    HostBuffer buffer(t);
+    from = p2p_.recv(buffer.flat(), from, tag);  // the later tensors come from the same rank
+    buffer.writeBack();
+  }
+  return from;
+}
+
+c10::intrusive_ptr<c10d::Work> NeuronBackend::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
+  TORCH_CHECK(src >= 0 && src < getSize() && src != getRank(), "recv: invalid source rank ", src);
+  return run(c10d::OpType::RECV, c10d::kUnsetTimeout, tensors, [&] { recvFrom(tensors, src, tag); });
+}
+
+c10::intrusive_ptr<c10d::Work> NeuronBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  int from = -1;
+  run(c10d::OpType::RECVANYSOURCE, c10d::kUnsetTimeout, tensors, [&] { from = recvFrom(tensors, -1, tag); });
+  return c10::make_intrusive<NeuronWork>(getRank(), c10d::OpType::RECVANYSOURCE, tensors, from);
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::barrier(const c10d::BarrierOptions& opts) {

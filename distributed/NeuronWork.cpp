@@ -19,12 +19,17 @@ std::vector<c10::Device> devicesOf(const std::vector<at::Tensor>& tensors) {
 
 }  // namespace
 
-NeuronWork::NeuronWork(int rank, c10d::OpType op, std::vector<at::Tensor> outputs)
-    : c10d::Work(rank, op), outputs_(std::move(outputs)) {
+NeuronWork::NeuronWork(int rank, c10d::OpType op, std::vector<at::Tensor> outputs, int source_rank)
+    : c10d::Work(rank, op), outputs_(std::move(outputs)), source_rank_(source_rank) {
   future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
                                                      devicesOf(outputs_));
   future_->markCompleted(c10::IValue(outputs_));
   finish();
+}
+
+int NeuronWork::sourceRank() const {
+  TORCH_CHECK(source_rank_ >= 0, "sourceRank() is only available for a recv from any source");
+  return source_rank_;
 }
 
 }  // namespace torch_neuronx::distributed

@@ -11,7 +11,8 @@ namespace torch_neuronx::distributed {
 
 class NeuronWork : public c10d::Work {
  public:
-  NeuronWork(int rank, c10d::OpType op, std::vector<at::Tensor> outputs);
+  // source_rank: where a recv's message came from (recv from any source), or -1.
+  NeuronWork(int rank, c10d::OpType op, std::vector<at::Tensor> outputs, int source_rank = -1);
 
   bool isCompleted() override { return true; }
   bool isSuccess() const override { return true; }
@@ -19,9 +20,11 @@ class NeuronWork : public c10d::Work {
   void synchronize() override {}
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  int sourceRank() const override;
 
  private:
   std::vector<at::Tensor> outputs_;
+  int source_rank_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 

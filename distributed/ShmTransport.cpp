@@ -62,7 +62,12 @@ namespace {
 constexpr size_t kSlotHeaderBytes = 192;
 // Each slot's data starts and ends on a cache line.
 size_t slotStride(size_t slot_bytes) { return (kSlotHeaderBytes + slot_bytes + 63) / 64 * 64; }
-size_t segmentBytes(int size, size_t slot_bytes) { return kSegmentHeaderBytes + size * slotStride(slot_bytes); }
+size_t slotsBytes(int size, size_t slot_bytes) { return kSegmentHeaderBytes + size * slotStride(slot_bytes); }
+// One channel per ordered pair (the diagonal is unused, which keeps indexing
+// simple); tmpfs only backs pages that are written, so unused ones cost nothing.
+size_t segmentBytes(int size, size_t slot_bytes) {
+  return slotsBytes(size, slot_bytes) + static_cast<size_t>(size) * size * slot_bytes;
+}
 }  // namespace
 
 ShmTransport::ShmTransport(std::string name, int rank, int size, size_t slot_bytes, void* base, size_t bytes,
@@ -158,6 +163,11 @@ const uint8_t* ShmTransport::data(int rank) const { return slotData(rank); }
 
 const StepDescriptor& ShmTransport::descriptor(int rank) const { return header(rank).descriptor; }
 
+uint8_t* ShmTransport::channel(int src, int dst) const {
+  return static_cast<uint8_t*>(base_) + slotsBytes(size_, slot_bytes_) + (static_cast<size_t>(src) * size_ + dst) *
+                                                                             slot_bytes_;
+}
+
 void ShmTransport::checkUsable() const {
   if (!broken_.empty()) {
     throw TransportError("neuron process group is unusable after an earlier failure: " + broken_);
@@ -196,30 +206,41 @@ void ShmTransport::endStep() { header(rank_).consumed.store(step_, std::memory_o
 template <typename Arrived>
 void ShmTransport::waitForAll(const std::string& phase, Arrived arrived) {
   const auto start = std::chrono::steady_clock::now();
-  for (int r = 0; r < size_; ++r) {
-    auto pause = std::chrono::microseconds(10);
-    for (uint32_t spins = 0; !arrived(r); ++spins) {
-      if (spins < kSpins) {
-        cpuRelax();
-        continue;
-      }
-      if (spins < kSpins + kYields) {
-        ::sched_yield();
-        continue;
-      }
-      if (std::chrono::steady_clock::now() - start > timeout_) {
-        fail("neuron process group: " + std::string(what_) + " timed out after " + std::to_string(timeout_.count()) +
-             " ms: rank " + std::to_string(rank_) + " waited for rank " + std::to_string(r) + " to " + phase +
-             " (is rank " + std::to_string(r) + " calling the same collectives in the same order?)");
-      }
-      if (!processAlive(header(r).pid)) {
-        fail("neuron process group: " + std::string(what_) + " failed: rank " + std::to_string(r) + " (pid " +
-             std::to_string(header(r).pid) + ") exited while rank " + std::to_string(rank_) + " waited for it to " +
-             phase);
-      }
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  for (int r = 0; r < size_; ++r) waitForRank(r, phase, start, [&] { return arrived(r); });
+}
+
+void ShmTransport::waitFor(const char* what, int peer, const std::string& phase, const std::function<bool()>& ready) {
+  checkUsable();
+  what_ = what;
+  waitForRank(peer, phase, std::chrono::steady_clock::now(), ready);
+}
+
+template <typename Arrived>
+void ShmTransport::waitForRank(int r, const std::string& phase, std::chrono::steady_clock::time_point start,
+                               Arrived arrived) {
+  auto pause = std::chrono::microseconds(10);
+  const std::string who = r >= 0 ? "rank " + std::to_string(r) : std::string("any rank");
+  for (uint32_t spins = 0; !arrived(); ++spins) {
+    if (spins < kSpins) {
+      cpuRelax();
+      continue;
     }
+    if (spins < kSpins + kYields) {
+      ::sched_yield();
+      continue;
+    }
+    if (std::chrono::steady_clock::now() - start > timeout_) {
+      fail("neuron process group: " + std::string(what_) + " timed out after " + std::to_string(timeout_.count()) +
+           " ms: rank " + std::to_string(rank_) + " waited for " + who + " to " + phase + " (is " + who +
+           " calling the same collectives in the same order?)");
+    }
+    if (r >= 0 && !processAlive(header(r).pid)) {
+      fail("neuron process group: " + std::string(what_) + " failed: rank " + std::to_string(r) + " (pid " +
+           std::to_string(header(r).pid) + ") exited while rank " + std::to_string(rank_) + " waited for it to " +
+           phase);
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
   }
 }
 

@@ -17,12 +17,17 @@
 // or earlier when the missing rank's process has exited. After such an error
 // the group is out of step for good, so later calls fail at once.
 //
+// After the slots, the segment holds one point-to-point channel per ordered
+// pair of ranks (see ShmChannel), which send/recv use without involving the
+// other ranks.
+//
 // No torch here: this layer could sit in runtime/ under a hardware transport.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -76,6 +81,16 @@ class ShmTransport {
   const uint8_t* data(int rank) const;
   const StepDescriptor& descriptor(int rank) const;
 
+  // The memory of the channel from rank `src` to rank `dst` (channelBytes() long).
+  uint8_t* channel(int src, int dst) const;
+  size_t channelBytes() const { return slot_bytes_; }
+
+  // Waits until `ready()` for one peer (point-to-point), with the same
+  // timeout, dead-peer detection and failure as the collective steps. `peer`
+  // -1 (any source) checks only the deadline. `ready` may do work, such as
+  // draining incoming channels, each time it is asked.
+  void waitFor(const char* what, int peer, const std::string& phase, const std::function<bool()>& ready);
+
  private:
   ShmTransport(std::string name, int rank, int size, size_t slot_bytes, void* base, size_t bytes, bool owner);
   struct SlotHeader;
@@ -85,6 +100,9 @@ class ShmTransport {
   // Waits until `arrived(r)` for every rank r; `phase` names what is awaited.
   template <typename Arrived>
   void waitForAll(const std::string& phase, Arrived arrived);
+  // One peer's wait; `start` is when the whole wait began (the deadline's origin).
+  template <typename Arrived>
+  void waitForRank(int r, const std::string& phase, std::chrono::steady_clock::time_point start, Arrived arrived);
   [[noreturn]] void fail(const std::string& message);
 
   std::string name_;

@@ -128,6 +128,12 @@ def check_all_reduce_large_and_strided(rank, dev):
     t = rank_input(rank, BIG, torch.float32).to(dev)
     dist.all_reduce(t)
     assert_same(t, reference_reduce([rank_input(r, BIG, torch.float32) for r in range(WORLD)], "SUM"), "large")
+    # Large tensors take the sliced algorithm (each rank reduces a slice); every op and several chunks.
+    for op, dtype in (("AVG", torch.float32), ("MAX", torch.bfloat16), ("PRODUCT", torch.int64), ("BXOR", torch.int32),
+                      ("MIN", torch.bool)):
+        t = rank_input(rank, BIG, dtype).to(dev)
+        dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
+        assert_same(t, reference_reduce([rank_input(r, BIG, dtype) for r in range(WORLD)], op), f"large {op} {dtype}")
     # A non-contiguous view (a transposed matrix) is reduced in place.
     base = rank_input(rank, 64 * 48, torch.bfloat16).view(64, 48)
     view = base.to(dev).t()
@@ -267,9 +273,246 @@ def check_dead_rank_detected(rank, dev):
         assert time.monotonic() - start < 10
 
 
+def check_reduce(rank, dev):
+    import torch.distributed as dist
+
+    for root in range(WORLD):
+        for n, dtype, op in ((BIG, torch.float32, "SUM"), (37, torch.int32, "MAX"), (19, torch.bfloat16, "AVG")):
+            t = rank_input(rank, n, dtype).to(dev)
+            dist.reduce(t, dst=root, op=getattr(dist.ReduceOp, op))
+            expected = reference_reduce([rank_input(r, n, dtype) for r in range(WORLD)], op)
+            # The root gets the result; the others keep their input, as with NCCL and Gloo.
+            assert_same(t, expected if rank == root else rank_input(rank, n, dtype), f"reduce {op} to {root}")
+
+
+def check_gather(rank, dev):
+    import torch.distributed as dist
+
+    for root in range(WORLD):
+        x = rank_input(rank, BIG, torch.float32).to(dev)
+        outputs = [torch.empty_like(x) for _ in range(WORLD)] if rank == root else None
+        dist.gather(x, outputs, dst=root)
+        if rank == root:
+            for r in range(WORLD):
+                assert_same(outputs[r], rank_input(r, BIG, torch.float32), f"gather to {root} from {r}")
+        x = rank_input(rank, 10, torch.int64).to(dev)
+        out = torch.empty(WORLD * 10, dtype=torch.int64, device=dev) if rank == root else None
+        dist.gather_single(x, out, dst=root)
+        if rank == root:
+            assert_same(out, torch.cat([rank_input(r, 10, torch.int64) for r in range(WORLD)]), "gather_single")
+
+
+def check_scatter(rank, dev):
+    import torch.distributed as dist
+
+    for root in range(WORLD):
+        for n, dtype in ((BIG, torch.float32), (7, torch.uint8)):
+            inputs = [rank_input(r + 5, n, dtype).to(dev) for r in range(WORLD)] if rank == root else None
+            out = torch.empty(n, dtype=dtype, device=dev)
+            dist.scatter(out, inputs, src=root)
+            assert_same(out, rank_input(rank + 5, n, dtype), f"scatter {dtype} from {root}")
+
+
+def a2a_piece(src: int, dst: int, rows: int, cols: int, dtype=torch.float32) -> torch.Tensor:
+    """What rank src sends rank dst in the all_to_all checks: distinct per pair."""
+    return (rank_input(src * 7 + dst, rows * cols, torch.int64) + 100 * src + 10 * dst).to(dtype).view(rows, cols)
+
+
+def check_all_to_all_single(rank, dev):
+    import torch.distributed as dist
+
+    # Equal splits, large enough for several steps.
+    rows = BIG // 3
+    x = torch.cat([a2a_piece(rank, d, rows, 3) for d in range(WORLD)]).to(dev)
+    out = torch.empty_like(x)
+    dist.all_to_all_single(out, x)
+    assert_same(out, torch.cat([a2a_piece(s, rank, rows, 3) for s in range(WORLD)]), "all_to_all_single even")
+    # Uneven split sizes (rows of the first dimension), one of them empty.
+    sends = lambda s, d: (s + 1) * 3 + d * 5 if (s, d) != (1, 0) else 0  # noqa: E731
+    x = torch.cat([a2a_piece(rank, d, sends(rank, d), 4, torch.int64) for d in range(WORLD)]).to(dev)
+    out = torch.empty(sum(sends(s, rank) for s in range(WORLD)), 4, dtype=torch.int64, device=dev)
+    dist.all_to_all_single(out, x, output_split_sizes=[sends(s, rank) for s in range(WORLD)],
+                           input_split_sizes=[sends(rank, d) for d in range(WORLD)])
+    expected = torch.cat([a2a_piece(s, rank, sends(s, rank), 4, torch.int64) for s in range(WORLD)])
+    assert_same(out, expected, "all_to_all_single with split sizes")
+
+
+def check_all_to_all_list(rank, dev):
+    import torch.distributed as dist
+
+    sizes = lambda s, d: 1000 * (s + 1) + 300_000 * d  # noqa: E731  pieces of different lengths
+    inputs = [a2a_piece(rank, d, sizes(rank, d), 1).flatten().to(dev) for d in range(WORLD)]
+    outputs = [torch.empty(sizes(s, rank), device=dev) for s in range(WORLD)]
+    dist.all_to_all(outputs, inputs)
+    for s in range(WORLD):
+        assert_same(outputs[s], a2a_piece(s, rank, sizes(s, rank), 1).flatten(), f"all_to_all from {s}")
+
+
+def check_all_to_all_mismatch_raises(rank, dev):
+    """Split sizes that disagree between ranks: the same error on every rank, and the group stays usable."""
+    import torch.distributed as dist
+
+    x = torch.zeros(4, device=dev)
+    out = torch.empty(4, device=dev)
+    splits = [2, 2] if rank == 0 else [1, 3]
+    with pytest.raises(RuntimeError, match=r"(?s)split sizes disagree.*rank 0 sends 2 elements to rank 1, which "
+                                           r"expects 1"):
+        dist.all_to_all_single(out, x, output_split_sizes=splits, input_split_sizes=splits)
+    dist.all_to_all_single(out, torch.full((4,), float(rank), device=dev))
+    assert_same(out, torch.tensor([0.0, 0.0, 1.0, 1.0]), "all_to_all_single after a mismatch")
+
+
+def check_coalesced_single_tensor(rank, dev):
+    """allgather_into_tensor_coalesced and reduce_scatter_tensor_coalesced, as FSDP2 and coalescing managers call them."""
+    import torch.distributed as dist
+
+    sizes = (5, BIG, 0)
+    ins = [rank_input(rank, n, torch.float32).to(dev) for n in sizes]
+    outs = [torch.empty(WORLD * n, device=dev) for n in sizes]
+    with dist._coalescing_manager():
+        for o, i in zip(outs, ins):
+            dist.all_gather_into_tensor(o, i)
+    for n, o in zip(sizes, outs):
+        assert_same(o, torch.cat([rank_input(r, n, torch.float32) for r in range(WORLD)]), f"coalesced gather {n}")
+    full = [[rank_input(r, WORLD * n, torch.float32) for n in sizes] for r in range(WORLD)]
+    outs = [torch.empty(n, device=dev) for n in sizes]
+    with dist._coalescing_manager():
+        for o, f in zip(outs, full[rank]):
+            dist.reduce_scatter_tensor(o, f.to(dev))
+    for k, (n, o) in enumerate(zip(sizes, outs)):
+        expected = reference_reduce([full[r][k][rank * n:(rank + 1) * n] for r in range(WORLD)], "SUM")
+        assert_same(o, expected, f"coalesced reduce_scatter {n}")
+
+
+def check_send_recv(rank, dev):
+    import torch.distributed as dist
+
+    peer = 1 - rank
+    # Tags out of order: rank 0 sends tags 1, 2, 3; rank 1 receives 3, 1, 2.
+    if rank == 0:
+        for tag in (1, 2, 3):
+            dist.send(rank_input(tag, 50, torch.int64).to(dev), dst=1, tag=tag)
+    else:
+        for tag in (3, 1, 2):
+            t = torch.empty(50, dtype=torch.int64, device=dev)
+            dist.recv(t, src=0, tag=tag)
+            assert_same(t, rank_input(tag, 50, torch.int64), f"recv tag {tag}")
+    # Both ranks send a message larger than the channel before receiving (a deadlock without draining).
+    dist.send(rank_input(rank, 3 * BIG, torch.float32).to(dev), dst=peer)
+    t = torch.empty(3 * BIG, device=dev)
+    dist.recv(t, src=peer)
+    assert_same(t, rank_input(peer, 3 * BIG, torch.float32), "large exchange")
+    # batch_isend_irecv (run op by op on this backend), with a non-contiguous tensor and an empty one.
+    got, empty = torch.empty(6, 4, device=dev).t(), torch.empty(0, device=dev)
+    ops = [dist.P2POp(dist.isend, rank_input(rank, 24, torch.float32).view(4, 6).to(dev), peer),
+           dist.P2POp(dist.irecv, got, peer),
+           dist.P2POp(dist.isend, torch.empty(0, device=dev), peer), dist.P2POp(dist.irecv, empty, peer)]
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+    assert_same(got, rank_input(peer, 24, torch.float32).view(4, 6), "batch_isend_irecv")
+    # recv from any source returns the sender's rank.
+    if rank == 1:
+        dist.send(torch.full((3,), 7.0, device=dev), dst=0, tag=4)
+    else:
+        t = torch.empty(3, device=dev)
+        assert dist.recv(t, tag=4) == 1
+        assert_same(t, torch.full((3,), 7.0), "recv from any source")
+    # A recv whose tensor does not fit the message raises; the message stays for a recv that fits.
+    if rank == 0:
+        dist.send(torch.ones(5, device=dev), dst=1, tag=6)
+    else:
+        with pytest.raises(RuntimeError, match=r"rank 0 sent 5 Float elements with tag 6, but the recv tensor has 4"):
+            dist.recv(torch.empty(4, device=dev), src=0, tag=6)
+        t = torch.empty(5, device=dev)
+        dist.recv(t, src=0, tag=6)
+        assert_same(t, torch.ones(5), "recv after a mismatch")
+    dist.barrier()
+
+
+def check_recv_times_out(rank, dev):
+    """A recv whose message never comes raises within the group's timeout, naming the rank and tag."""
+    import torch.distributed as dist
+
+    group = dist.new_group(timeout=timedelta(seconds=2))
+    dist.barrier()
+    if rank == 0:
+        start = time.monotonic()
+        with pytest.raises(dist.DistBackendError, match=r"recv timed out after 2000 ms.*waited for rank 1 to send a "
+                                                        r"message with tag 9"):
+            dist.recv(torch.empty(2, device=dev), src=1, tag=9, group=group)
+        assert 1.5 < time.monotonic() - start < 6
+    dist.barrier()
+
+
+# ---------------------------------------------------------------- DDP
+
+def _ddp_model(unused: bool) -> torch.nn.Module:
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = torch.nn.Linear(8, 16)
+            self.fc2 = torch.nn.Linear(16, 4)
+            self.unused = torch.nn.Linear(16, 4) if unused else None
+
+        def forward(self, x):
+            return self.fc2(torch.relu(self.fc1(x)))
+
+    return Net()
+
+
+def _check_ddp(rank, dev, hook=None, unused=False, steps=4, batch=6):
+    """DDP over the neuron backend, one data shard per rank, matches single-process training on the whole batch."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch.manual_seed(1)
+    reference = _ddp_model(unused)
+    model = _ddp_model(unused)
+    model.load_state_dict(reference.state_dict())
+    ddp = DDP(model.to(dev), find_unused_parameters=unused)
+    if hook is not None:
+        ddp.register_comm_hook(state=None, hook=hook)
+    data = torch.randn(steps, WORLD * batch, 8)
+    target = torch.randn(steps, WORLD * batch, 4)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    shard = slice(rank * batch, (rank + 1) * batch)
+    for step in range(steps):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(ddp(data[step, shard].to(dev)), target[step, shard].to(dev)).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        torch.nn.functional.mse_loss(reference(data[step]), target[step]).backward()
+        ref_opt.step()
+    for (name, p), ref in zip(ddp.module.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(p.detach().cpu(), ref.detach(), rtol=1e-5, atol=1e-6, msg=lambda m: f"{name}: {m}")
+    # Every rank holds the same parameters.
+    flat = torch.cat([p.detach().flatten() for p in ddp.module.parameters()])
+    gathered = [torch.empty_like(flat) for _ in range(WORLD)]
+    dist.all_gather(gathered, flat)
+    assert all(torch.equal(g.cpu(), gathered[0].cpu()) for g in gathered), "ranks' parameters differ"
+
+
+def check_ddp(rank, dev):
+    _check_ddp(rank, dev)
+
+
+def check_ddp_comm_hook(rank, dev):
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    _check_ddp(rank, dev, hook=default_hooks.allreduce_hook)
+
+
+def check_ddp_find_unused_parameters(rank, dev):
+    _check_ddp(rank, dev, unused=True)
+
+
 CHECKS = [check_broadcast, check_all_reduce_ops, check_all_reduce_large_and_strided, check_cpu_tensors,
           check_all_reduce_coalesced, check_all_gather, check_all_gather_into_tensor, check_reduce_scatter,
-          check_reduce_scatter_tensor, check_barrier_and_future, check_mismatch_raises, check_missing_rank_times_out]
+          check_reduce_scatter_tensor, check_barrier_and_future, check_mismatch_raises, check_reduce, check_gather,
+          check_scatter, check_all_to_all_single, check_all_to_all_list, check_all_to_all_mismatch_raises,
+          check_coalesced_single_tensor, check_send_recv, check_recv_times_out, check_ddp, check_ddp_comm_hook,
+          check_ddp_find_unused_parameters, check_missing_rank_times_out]
 
 
 # ---------------------------------------------------------------- the launch
