@@ -63,6 +63,10 @@ std::size_t DeviceMemory::roundSize(std::size_t size) {
   return ((size + kLargeRound - 1) / kLargeRound) * kLargeRound;
 }
 
+std::size_t DeviceMemory::chargedSize(std::size_t size) {
+  return ((size + kSmallRound - 1) / kSmallRound) * kSmallRound;
+}
+
 void* DeviceMemory::takeCached(std::size_t rounded) {
   // Best fit, but never hand out more than twice what was asked: a large
   // cached block would otherwise be pinned by a small tensor.
@@ -107,9 +111,10 @@ void* DeviceMemory::allocateLocked(std::size_t size, bool quiet) {
     stats_.segment.increase(1);
     stats_.reserved_bytes.increase(static_cast<int64_t>(rounded));
   }
-  // A reused segment may be up to twice the request: like CUDA after a
-  // split, tensors are charged the rounded request, the rest stays reserved.
-  const auto charged = static_cast<int64_t>(rounded);
+  // As CUDA's allocator does, a tensor is charged its request rounded to
+  // 512 B; the rest of its block (2 MiB rounding, or a reused block up to
+  // twice the request) counts as reserved only.
+  const auto charged = static_cast<int64_t>(chargedSize(size));
   live_.emplace(ptr, size);
   stats_.allocation.increase(1);
   stats_.active.increase(1);
@@ -128,7 +133,7 @@ bool DeviceMemory::freeIfOwned(void* ptr) {
   if (it == live_.end()) return false;  // not ours, or already freed: never corrupt the cache
   const std::size_t requested = it->second;
   live_.erase(it);
-  const auto charged = static_cast<int64_t>(roundSize(requested));
+  const auto charged = static_cast<int64_t>(chargedSize(requested));
   stats_.allocation.decrease(1);
   stats_.active.decrease(1);
   stats_.allocated_bytes.decrease(charged);

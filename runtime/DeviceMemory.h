@@ -82,6 +82,8 @@ class DeviceMemory {
   bool owns(const void* ptr) const;
 
   static std::size_t roundSize(std::size_t size);
+  // What a block of `size` bytes adds to allocated_bytes (CUDA's 512 B rounding).
+  static std::size_t chargedSize(std::size_t size);
 
  private:
   // Returns a cached segment of at least `rounded` bytes, or nullptr.
