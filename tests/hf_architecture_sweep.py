@@ -23,6 +23,19 @@ both copies run
              generate(use_cache=False), then a plain greedy loop over forward(),
              stand in (noted in the report).
 
+With HF_SWEEP_COMPILE=1, an architecture that passes on neuron then runs
+
+  static     greedy generate() on neuron with cache_implementation="static",
+             eagerly (disable_compile=True), and then, after
+             torch._dynamo.reset(), with the decode step compiled by the
+             "neuron" torch.compile backend (compile_config=
+             CompileConfig(backend="neuron")); the compiled tokens must equal
+             the eager StaticCache tokens, with the same near-tie allowance.
+             Where they do not (or the compiled run raises), the run is
+             repeated with Dynamo's own "eager" backend and the report says
+             how that went: a failure there too lies in Dynamo or in the
+             model's code under Dynamo, not in the neuron backend.
+
 Each architecture runs in its own process, forked from a worker that imported
 torch and transformers once (so a crash, a hang or an allocation storm takes
 down that architecture only), under an address-space cap (RLIMIT_AS,
@@ -33,7 +46,16 @@ workers run in parallel. Each architecture ends up in one of three classes:
   cpu-fails     the tiny model does not build or run on CPU (no verdict on the
                 device; listed apart, not counted),
   neuron-fails  works on CPU, but on neuron raises, crashes, times out or
-                disagrees (a plugin bug).
+                disagrees (a plugin bug),
+
+and with HF_SWEEP_COMPILE=1 two more, for architectures that pass on neuron:
+
+  compile-fails       the compiled StaticCache generate() raises, crashes,
+                      times out or differs from the eager one (a compile
+                      backend bug; pass then means the compiled run agrees),
+  static-unsupported  the eager StaticCache generate() itself fails on neuron
+                      (mostly architectures without StaticCache support);
+                      nothing is compiled.
 
 Usage:
 
@@ -43,7 +65,14 @@ Usage:
 
 REGEX filters model types (re.search). Environment: HF_SWEEP_ATTN=sdpa (SDPA
 attention where the architecture has it), HF_SWEEP_PADDED=0 (one unpadded row),
-HF_SWEEP_INIT_RANGE, HF_SWEEP_TIMEOUT_S, HF_SWEEP_MEMORY_LIMIT_GIB, HF_SWEEP_WORKERS.
+HF_SWEEP_INIT_RANGE, HF_SWEEP_TIMEOUT_S, HF_SWEEP_MEMORY_LIMIT_GIB, HF_SWEEP_WORKERS,
+HF_SWEEP_COMPILE=1 (the compiled StaticCache stage above; off by default). With
+it, the default per-architecture limit is 3 x 120 s (compiling runs g++ for
+seconds per graph; HF_SWEEP_TIMEOUT_S or --timeout still set it exactly), the
+workers get TORCHINDUCTOR_COMPILE_THREADS=1 (no compile worker pools inside the
+capped children), the sweep compiles into a fresh temporary
+TORCH_NEURONX_NEFF_CACHE_DIR (no graph comes from an earlier run's disk cache),
+and the exit status is 1 on compile-fails as well as on neuron-fails.
 """
 from __future__ import annotations
 
@@ -62,7 +91,10 @@ import traceback
 
 HERE = os.path.abspath(__file__)
 
-TIMEOUT_S = int(os.environ.get("HF_SWEEP_TIMEOUT_S", "120"))
+# HF_SWEEP_COMPILE=1: the compiled StaticCache stage (module docstring); compiling takes seconds
+# per graph, so the default time limit triples with it
+COMPILE = os.environ.get("HF_SWEEP_COMPILE", "0") == "1"
+TIMEOUT_S = int(os.environ.get("HF_SWEEP_TIMEOUT_S", str(120 * (3 if COMPILE else 1))))
 MEMORY_LIMIT_GIB = float(os.environ.get("HF_SWEEP_MEMORY_LIMIT_GIB", "6"))
 WORKERS = int(os.environ.get("HF_SWEEP_WORKERS", "2"))
 ATOL = 1e-4
@@ -108,14 +140,138 @@ def _short(exc: BaseException) -> str:
     return msg[:400]
 
 
-def _where(exc: BaseException) -> str:
-    """The innermost frame of the traceback that lies in transformers/torch source, for the report."""
+def _where(exc: BaseException, plugin: bool = False) -> str:
+    """The innermost frame of the traceback that lies in transformers/torch source (or, with plugin,
+    in torch_neuronx, where the compile backend's errors come from), for the report."""
     frames = traceback.extract_tb(exc.__traceback__)
     for fr in reversed(frames):
         if "site-packages" in fr.filename or "dist-packages" in fr.filename:
             path = fr.filename.split("-packages/")[-1]
             return f"{path}:{fr.lineno} in {fr.name}"
+        if plugin and "/torch_neuronx/" in fr.filename:
+            return f"torch_neuronx/{fr.filename.split('/torch_neuronx/')[-1]}:{fr.lineno} in {fr.name}"
     return ""
+
+
+def _add_note(result: dict, note: str) -> None:
+    result["note"] = f"{result['note']}; {note}" if result.get("note") else note
+
+
+def _tokens_differ(ref_seq, ref_steps, seq, steps, prompt_len: int) -> tuple[bool, list[str]]:
+    """Compares two greedy generations (sequences and per-step logits) of the same prompt batch.
+    Returns (differ, near_ties): a divergence is only a near-tie, listed and not counted, when both
+    runs' logits at that step agree within ATOL/RTOL and the top two reference logits of that row
+    are within that tolerance of each other (a tie that rounding may flip)."""
+    import torch
+    if seq.shape == ref_seq.shape and torch.equal(seq, ref_seq):
+        return False, []
+    if seq.shape != ref_seq.shape or ref_seq.dim() != 2:
+        return True, []
+    ties = []
+    for row in range(ref_seq.shape[0]):
+        diff = (ref_seq[row] != seq[row]).nonzero()
+        if not diff.numel():
+            continue
+        step = int(diff[0]) - prompt_len
+        tie = False
+        if 0 <= step < min(len(ref_steps), len(steps)):
+            r, d = ref_steps[step].double(), steps[step].double()
+            if r.shape == d.shape and r.dim() == 2 and torch.allclose(r, d, atol=ATOL, rtol=RTOL):
+                top2 = r[row].topk(2).values
+                tie = float(top2[0] - top2[1]) <= ATOL + RTOL * float(top2[0].abs())
+        if not tie:
+            return True, ties
+        ties.append(f"row {row} token {step}")
+    return False, ties
+
+
+# The stages of the compiled StaticCache run; a crash or time-out in one of them classifies the
+# architecture by the stage (classify()), as the child's result never arrives.
+STATIC_EAGER_STAGE = "neuron:static-eager"
+STATIC_COMPILED_STAGE = "neuron:static-compiled"
+
+
+def _static_generate(model, ids, mask, gen_kwargs, backend=None):
+    """Greedy generate() with a StaticCache: eagerly, or with the decode step compiled by backend."""
+    import torch
+    from transformers import CompileConfig
+
+    extra = {"disable_compile": True}
+    if backend is not None:
+        # generate() keeps its StaticCache on the model (model._cache) for the next call, and checking
+        # it then fails in transformers, eagerly too, where the model never wrote some of its layers
+        # (mamba's LinearAttentionLayer, the StaticLayers of models without a KV cache): a fresh
+        # cache, as the eager run had
+        if hasattr(model, "_cache"):
+            del model._cache
+        torch._dynamo.reset()  # nothing compiled earlier in this process is reused
+        extra = {"compile_config": CompileConfig(backend=backend)}
+    torch.manual_seed(SEED)
+    with torch.no_grad():
+        out = model.generate(input_ids=ids, attention_mask=mask, cache_implementation="static", **gen_kwargs, **extra)
+    return out.sequences.to("cpu"), [t.detach().to("cpu") for t in out.logits or []]
+
+
+def _compile_error(exc: BaseException) -> str:
+    # Dynamo's advice to set TORCHDYNAMO_VERBOSE would take half of the short text
+    msg = re.sub(r"\s*Set TORCHDYNAMO_VERBOSE=1.*", "", f"{type(exc).__name__}: {exc}", flags=re.S)
+    return " ".join(msg.split())[:400]
+
+
+def _dynamo_eager_verdict(model, ids, mask, gen_kwargs, static_seq, static_steps) -> str:
+    """After a compile failure: the same generate() with Dynamo's "eager" backend (Dynamo's capture
+    and guards, the captured graph run as is, no lowering) tells a failure of the neuron backend
+    from one of Dynamo or of the model's code under Dynamo."""
+    try:
+        seq, steps = _static_generate(model, ids, mask, gen_kwargs, backend="eager")
+    except Exception as exc:  # noqa: BLE001
+        return f"raises too ({_compile_error(exc)[:120]})"
+    differ, _ = _tokens_differ(static_seq, static_steps, seq, steps, ids.shape[-1])
+    return "differs too" if differ else "agrees with eager static"
+
+
+def compiled_static_stage(model, input_ids, attention_mask, gen_kwargs: dict, stage) -> dict:
+    """HF_SWEEP_COMPILE: greedy generate() with a StaticCache on the neuron model, eagerly and then with
+    the decode step compiled by the "neuron" backend. Returns the keys for the result: static_tokens,
+    compiled_tokens, compile_problems (compiled vs eager static; with dynamo_eager, what Dynamo's
+    eager backend does then), or static_unsupported (the eager StaticCache run raised, so there is
+    nothing to compare the compiled one with)."""
+    import torch_neuronx
+
+    ids, mask = input_ids.to("neuron"), attention_mask.to("neuron")
+    prompt_len = ids.shape[-1]
+    stage(STATIC_EAGER_STAGE)
+    try:
+        static_seq, static_steps = _static_generate(model, ids, mask, gen_kwargs)
+    except Exception as exc:  # noqa: BLE001
+        return {"static_unsupported": _short(exc)[:200]}
+    out = {"static_tokens": static_seq[0, prompt_len:].tolist(), "compile_problems": []}
+
+    stage(STATIC_COMPILED_STAGE)
+    torch_neuronx.reset_compile_report()
+    try:
+        seq, steps = _static_generate(model, ids, mask, gen_kwargs, backend="neuron")
+    except Exception as exc:  # noqa: BLE001
+        out["compile_problems"].append(f"compiled generate raises {_compile_error(exc)}")
+        out["compile_where"] = _where(exc, plugin=True)
+        out["compile_trace"] = traceback.format_exc()[-4000:]
+    else:
+        out["compiled_tokens"] = seq[0, prompt_len:].tolist()
+        # generate() compiles only with a compileable cache, which some models (rwkv, xlstm, reformer,
+        # ...) never use: the count tells a compiled pass from one that ran eagerly throughout
+        out["compiled_graphs"] = len(torch_neuronx.compile_records())
+        differ, ties = _tokens_differ(static_seq, static_steps, seq, steps, prompt_len)
+        if differ:
+            out["compile_problems"].append(f"compiled tokens differ: eager static {static_seq[:, prompt_len:].tolist()}"
+                                           f" vs compiled {seq[:, prompt_len:].tolist()}")
+        notes = [] if out["compiled_graphs"] else ["generate() compiled no graph"]
+        if ties and not differ:
+            notes.append(f"near-tie at {', '.join(ties)}")
+        if notes:
+            out["compile_note"] = "compiled StaticCache: " + "; ".join(notes)
+    if out["compile_problems"]:
+        out["dynamo_eager"] = _dynamo_eager_verdict(model, ids, mask, gen_kwargs, static_seq, static_steps)
+    return out
 
 
 def run_architecture(model_type: str, stage, cpu_only: bool = False) -> dict:
@@ -230,11 +386,11 @@ def run_architecture(model_type: str, stage, cpu_only: bool = False) -> dict:
     if attn_note:
         result["note"] = attn_note
     if chosen["mode"] != "generate":
-        result["note"] = (result.get("note", "") + "; " if result.get("note") else "") + f"generate() fails on CPU ({chosen['errors'][0][:200]}); compared with {chosen['mode']}"
+        _add_note(result, f"generate() fails on CPU ({chosen['errors'][0][:200]}); compared with {chosen['mode']}")
     if cpu_only:
         return result
     if not torch.isfinite(cpu_logits).all():
-        result["note"] = (result.get("note", "") + "; " if result.get("note") else "") + "non-finite logits on CPU"
+        _add_note(result, "non-finite logits on CPU")
     stage("neuron:to")
     neuron_model = neuron_model.to("neuron")
     off = sorted({t.device.type for t in list(neuron_model.parameters()) + list(neuron_model.buffers())} - {"neuron"})
@@ -253,36 +409,17 @@ def run_architecture(model_type: str, stage, cpu_only: bool = False) -> dict:
         if not torch.allclose(dev_logits, cpu_logits, atol=ATOL, rtol=RTOL, equal_nan=True):
             problems.append(f"forward logits differ: max abs diff {result['max_abs_diff']:.3g} "
                             f"(max |cpu| {float(cpu_logits.abs().max()):.3g})")
-    if dev_seq.shape != cpu_seq.shape or not torch.equal(dev_seq, cpu_seq):
-        ties, mismatch = [], False
-        if dev_seq.shape != cpu_seq.shape or cpu_seq.dim() != 2:
-            mismatch = True
-        else:
-            prompt_len = input_ids.shape[-1]
-            for row in range(cpu_seq.shape[0]):
-                diff = (cpu_seq[row] != dev_seq[row]).nonzero()
-                if not diff.numel():
-                    continue
-                step = int(diff[0]) - prompt_len
-                # a near-tie: both devices' logits at that step agree, and the top two CPU logits of
-                # that row are within tolerance of each other
-                tie = False
-                if 0 <= step < min(len(cpu_steps), len(dev_steps)):
-                    c, d = cpu_steps[step].double(), dev_steps[step].double()
-                    if c.shape == d.shape and c.dim() == 2 and torch.allclose(c, d, atol=ATOL, rtol=RTOL):
-                        top2 = c[row].topk(2).values
-                        tie = float(top2[0] - top2[1]) <= ATOL + RTOL * float(top2[0].abs())
-                if tie:
-                    ties.append(f"row {row} token {step}")
-                else:
-                    mismatch = True
-        if mismatch:
-            problems.append(f"generated tokens differ: cpu {cpu_seq[:, input_ids.shape[-1]:].tolist()} vs neuron "
-                            f"{dev_seq[:, input_ids.shape[-1]:].tolist()}")
-        elif ties:
-            result["note"] = ((result.get("note", "") + "; " if result.get("note") else "") +
-                              f"near-tie at {', '.join(ties)} (logits agree, top-2 gap within tolerance)")
+    mismatch, ties = _tokens_differ(cpu_seq, cpu_steps, dev_seq, dev_steps, input_ids.shape[-1])
+    if mismatch:
+        problems.append(f"generated tokens differ: cpu {cpu_seq[:, input_ids.shape[-1]:].tolist()} vs neuron "
+                        f"{dev_seq[:, input_ids.shape[-1]:].tolist()}")
+    elif ties:
+        _add_note(result, f"near-tie at {', '.join(ties)} (logits agree, top-2 gap within tolerance)")
     result["problems"] = problems
+    if COMPILE and not problems:
+        result.update(compiled_static_stage(neuron_model, input_ids, attention_mask, gen_kwargs, stage))
+        if result.get("compile_note"):
+            _add_note(result, result.pop("compile_note"))
     return result
 
 
@@ -314,6 +451,28 @@ def _child(model_type: str, wfd: int, cpu_only: bool) -> None:
         out.flush()
     finally:
         os._exit(code)
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILLs pid and its descendants: a child that timed out while compiling (HF_SWEEP_COMPILE)
+    may have g++ running, which would otherwise go on competing for the cores. The descendants are
+    found from /proc/*/stat before anything is killed (killed, they would be reparented)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (ValueError, OSError, IndexError):
+            continue
+    tree, frontier = [pid], [pid]
+    while frontier:
+        frontier = [p for p, pp in parents.items() if pp in frontier]
+        tree += frontier
+    for p in tree:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def _run_forked(model_type: str, timeout: float, cpu_only: bool) -> dict:
@@ -348,7 +507,7 @@ def _run_forked(model_type: str, timeout: float, cpu_only: bool) -> dict:
                 except ValueError:
                     pass
     if timed_out:
-        os.kill(pid, signal.SIGKILL)
+        _kill_tree(pid)
     _, status = os.waitpid(pid, 0)
     os.close(rfd)
     seconds = time.time() - t0
@@ -377,8 +536,17 @@ def _run_forked(model_type: str, timeout: float, cpu_only: bool) -> dict:
 
 def classify(rec: dict) -> str:
     if "error" in rec:
+        # a crash or time-out in the StaticCache stages (HF_SWEEP_COMPILE) comes after a neuron pass
+        if rec["stage"] == STATIC_EAGER_STAGE:
+            return "static-unsupported"
+        if rec["stage"] == STATIC_COMPILED_STAGE:
+            return "compile-fails"
         return "neuron-fails" if rec["stage"].startswith(("neuron", "compare")) else "cpu-fails"
-    return "neuron-fails" if rec.get("problems") else "pass"
+    if rec.get("problems"):
+        return "neuron-fails"
+    if rec.get("static_unsupported"):
+        return "static-unsupported"
+    return "compile-fails" if rec.get("compile_problems") else "pass"
 
 
 def serve(cpu_only: bool, timeout: float) -> None:
@@ -420,8 +588,13 @@ def serve(cpu_only: bool, timeout: float) -> None:
 # ---------------------------------------------------------------------------
 
 
-def _worker_env(cpu_only: bool) -> dict:
+def _worker_env(cpu_only: bool, compile_cache: str | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if cpu_only or k not in PLUGIN_ENV_VARS}
+    if COMPILE:
+        # Inductor compiles in the capped child itself rather than in a pool of worker processes
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+    if compile_cache:
+        env["TORCH_NEURONX_NEFF_CACHE_DIR"] = compile_cache
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     env["PYTHONWARNINGS"] = "ignore"
@@ -434,11 +607,11 @@ def _worker_env(cpu_only: bool) -> dict:
 class _Worker:
     """A --serve process: imports torch and transformers once, then forks one child per architecture."""
 
-    def __init__(self, cpu_only: bool, timeout: float):
+    def __init__(self, cpu_only: bool, timeout: float, compile_cache: str | None = None):
         args = [sys.executable, HERE, "--serve", "--timeout", str(timeout)] + (["--cpu-only"] if cpu_only else [])
         self.log = tempfile.TemporaryFile("w+")
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                     text=True, bufsize=1, env=_worker_env(cpu_only))
+                                     text=True, bufsize=1, env=_worker_env(cpu_only, compile_cache))
         self.model_types = None
 
     def wait_ready(self) -> list[str]:
@@ -480,8 +653,17 @@ class _Worker:
 def run_sweep(pattern: str | None = None, workers: int = WORKERS, timeout: float = TIMEOUT_S,
               cpu_only: bool = False, log=None) -> tuple[list[dict], float]:
     """Runs the sweep over the model types matching pattern; returns (records, seconds)."""
+    if not COMPILE or cpu_only:
+        return _run_workers(pattern, workers, timeout, cpu_only, log, None)
+    # a fresh compile cache for this run, shared by its workers, so that no result depends on
+    # graphs an earlier run left in the disk cache
+    with tempfile.TemporaryDirectory(prefix="hf-sweep-neff-") as compile_cache:
+        return _run_workers(pattern, workers, timeout, cpu_only, log, compile_cache)
+
+
+def _run_workers(pattern, workers, timeout, cpu_only, log, compile_cache) -> tuple[list[dict], float]:
     t0 = time.time()
-    pool = [_Worker(cpu_only, timeout) for _ in range(max(1, workers))]  # they start concurrently
+    pool = [_Worker(cpu_only, timeout, compile_cache) for _ in range(max(1, workers))]  # they start concurrently
     try:
         names = pool[0].wait_ready()
         for w in pool[1:]:
@@ -517,7 +699,7 @@ def run_sweep(pattern: str | None = None, workers: int = WORKERS, timeout: float
                 if worker is not None:
                     worker.close()
                 try:
-                    worker = _Worker(cpu_only, timeout)
+                    worker = _Worker(cpu_only, timeout, compile_cache)
                     worker.wait_ready()
                 except Exception:  # noqa: BLE001
                     worker = None
@@ -540,6 +722,12 @@ def _reason(rec: dict) -> str:
     if "error" in rec:
         where = f" [{rec['where']}]" if rec.get("where") else ""
         return f"{rec['stage']}: {rec['error']}{where}"
+    if rec.get("static_unsupported"):
+        return f"static cache: {rec['static_unsupported']}"
+    if rec.get("compile_problems"):
+        where = f" [{rec['compile_where']}]" if rec.get("compile_where") else ""
+        dynamo = f" (Dynamo's eager backend: {rec['dynamo_eager']})" if rec.get("dynamo_eager") else ""
+        return "; ".join(rec["compile_problems"]) + where + dynamo
     return "; ".join(rec.get("problems", [])) or rec.get("note", "")
 
 
@@ -547,8 +735,13 @@ def _progress_line(rec, done, total):
     return f"[{done}/{total}] {rec['model_type']:<28} {rec['status']:<13} {rec['seconds']:6.1f}s  {_reason(rec)[:160]}"
 
 
+COMPILE_CLASSES = ("compile-fails", "static-unsupported")
+
+
 def summarise(records):
     by = {"pass": [], "cpu-fails": [], "neuron-fails": []}
+    if COMPILE or any(r["status"] in COMPILE_CLASSES for r in records):
+        by.update({c: [] for c in COMPILE_CLASSES})
     for r in records:
         by[r["status"]].append(r)
     return by
@@ -556,17 +749,30 @@ def summarise(records):
 
 def format_report(records: list[dict], seconds: float, verbose: bool = False) -> str:
     by = summarise(records)
+    on_cpu = len(records) - len(by["cpu-fails"])
     lines = [f"HF causal-LM architecture sweep: {len(records)} architectures in {seconds:.0f} s "
              f"(fp32, {ATTN_IMPLEMENTATION} attention, atol={ATOL:g} rtol={RTOL:g}, {MAX_NEW_TOKENS} greedy tokens)"]
     lines.append(f"  pass: {len(by['pass'])}   cpu-fails (not counted): {len(by['cpu-fails'])}   "
-                 f"neuron-only failures: {len(by['neuron-fails'])}   "
-                 f"(of {len(by['pass']) + len(by['neuron-fails'])} that work on CPU)")
-    if by["neuron-fails"]:
-        lines.append("\nneuron-only failures (work on CPU, fail on neuron):")
-        for r in by["neuron-fails"]:
-            lines.append(f"  {r['model_type']:<28} {_reason(r)}")
-            if verbose and r.get("trace"):
-                lines.extend("      " + x for x in r["trace"].rstrip().splitlines()[-12:])
+                 f"neuron-only failures: {len(by['neuron-fails'])}   (of {on_cpu} that work on CPU)")
+    if "compile-fails" in by:
+        lines.append(f"  compiled StaticCache (of the {on_cpu - len(by['neuron-fails'])} that pass on neuron): "
+                     f"compile-fails: {len(by['compile-fails'])}   "
+                     f"static-unsupported: {len(by['static-unsupported'])}")
+    sections = [("neuron-fails", "neuron-only failures (work on CPU, fail on neuron):"),
+                ("compile-fails", "compile-fails (pass on neuron; the compiled StaticCache generate raises, "
+                                  "crashes or differs from the eager one):")]
+    for cls, title in sections:
+        if by.get(cls):
+            lines.append("\n" + title)
+            for r in by[cls]:
+                lines.append(f"  {r['model_type']:<28} {_reason(r)}")
+                trace = r.get("trace") or r.get("compile_trace")
+                if verbose and trace:
+                    lines.extend("      " + x for x in trace.rstrip().splitlines()[-12:])
+    if by.get("static-unsupported"):
+        lines.append("\nstatic-unsupported (pass on neuron; eager StaticCache generate fails, nothing compiled):")
+        for r in by["static-unsupported"]:
+            lines.append(f"  {r['model_type']:<28} {_reason(r)[:300]}")
     if by["cpu-fails"]:
         lines.append("\nfail on CPU too (the tiny config does not run; no verdict on neuron):")
         for r in by["cpu-fails"]:
@@ -605,7 +811,8 @@ def main(argv=None) -> int:
         with open(args.json, "w") as f:
             json.dump(records, f, indent=1)
     print(format_report(records, seconds, args.verbose))
-    return 0 if not summarise(records)["neuron-fails"] else 1
+    by = summarise(records)
+    return 1 if by["neuron-fails"] or by.get("compile-fails") else 0
 
 
 if __name__ == "__main__":
