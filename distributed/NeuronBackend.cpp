@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <random>
@@ -130,6 +131,24 @@ NeuronBackend::NeuronBackend(const c10::intrusive_ptr<c10d::Store>& store, int r
 
 c10::intrusive_ptr<c10d::Backend::Options> NeuronBackend::getBackendOptions() {
   return c10::make_intrusive<Options>("neuron", timeout_);
+}
+
+c10::intrusive_ptr<c10d::Backend> NeuronBackend::split(const c10::intrusive_ptr<c10d::Store>& store,
+                                                       const std::vector<int>& ranks,
+                                                       const c10::intrusive_ptr<Options>& opts) {
+  const auto me = std::find(ranks.begin(), ranks.end(), getRank());
+  if (me == ranks.end()) return nullptr;  // as NCCL: a rank outside every subgroup gets no backend
+  for (int r : ranks) {
+    TORCH_CHECK(r >= 0 && r < getSize(), "neuron process group: split rank ", r, " is not in the parent group of ",
+                getSize());
+  }
+  // The subgroup's rank is the position in `ranks`, the order torch's
+  // split_group uses for its global-to-group rank mapping. `store` is already
+  // prefixed with the subgroup's unique name, so its segment key cannot clash
+  // with the parent's or a sibling's.
+  const int rank = static_cast<int>(me - ranks.begin());
+  const auto timeout = opts ? opts->timeout : timeout_;
+  return c10::make_intrusive<NeuronBackend>(store, rank, static_cast<int>(ranks.size()), timeout);
 }
 
 void NeuronBackend::setTimeout(std::chrono::milliseconds timeout) {

@@ -23,6 +23,15 @@ class NeuronBackend : public c10d::Backend {
   c10::intrusive_ptr<Options> getBackendOptions() override;
   void setTimeout(std::chrono::milliseconds timeout) override;
 
+  // DeviceMesh creates its per-dimension groups with split_group when the
+  // default group has a bound device (init_process_group(device_id=...)).
+  bool supportsSplitting() const override { return true; }
+  // Collective over the parent group's ranks that call it: each passes the
+  // parent ranks of its own subgroup and gets a backend over a new segment, or
+  // nullptr when it is not in `ranks`.
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<Options>& opts) override;
+
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,

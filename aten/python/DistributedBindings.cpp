@@ -29,7 +29,12 @@ void bindDistributed(py::module& m) {
            }),
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
            // Rendezvous blocks on the store and on the other ranks.
-           py::call_guard<py::gil_scoped_release>());
+           py::call_guard<py::gil_scoped_release>())
+      // torch's new_group calls this on ranks left out of the new group when
+      // the parent supports splitting (NCCL's ncclCommSplit needs every rank of
+      // the parent). Members here rendezvous through the new group's own store
+      // prefix, so the others have nothing to do.
+      .def("perform_nocolor_split", [](NeuronBackend&, const py::object& /*device*/) {}, py::arg("device"));
 }
 
 }  // namespace torch_neuronx

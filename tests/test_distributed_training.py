@@ -1,0 +1,359 @@
+"""Real users of the "neuron" backend on 2 ranks: FSDP2, DTensor/DeviceMesh, accelerate.
+
+One launch of 2 ranks (torch.multiprocessing, as in test_distributed.py; rank r
+on neuron:r) runs two phases, and each rank records each check's outcome:
+
+1. `init_process_group("neuron", tcp://..., device_id=neuron:r)`: FSDP2
+   (`fully_shard`) training against single-process training on CPU, DTensor
+   placements against slices of the source tensor, and DeviceMesh groups made
+   by `split_group` (what a bound device makes DeviceMesh use).
+2. The group is destroyed and accelerate creates its own from RANK, WORLD_SIZE,
+   LOCAL_RANK, MASTER_ADDR, MASTER_PORT (env://, USE_LIBUV=0 since Debian's
+   torch has no libuv): gather_object, broadcast_object_list, gather, reduce.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import time
+import traceback
+from datetime import timedelta
+
+import pytest
+import torch
+
+WORLD = 2
+LAUNCH_TIMEOUT = 150
+SHM_DIR = "/dev/shm"
+SHM_PREFIX = "torch_neuronx_"
+SKIP = "skip: "  # a recorded outcome that starts with this is a skip, with its reason
+
+pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch without distributed")
+
+
+class Skip(Exception):
+    """Raised in a rank when a check cannot run here; the parent reports it as a skip with this reason."""
+
+
+def _require(module: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise Skip(f"{module} is not installed")
+
+
+# ---------------------------------------------------------------- FSDP2
+
+def _mlp() -> torch.nn.Module:
+    """Transformer-like blocks (pre-norm MLPs) and a head; uneven sizes so shards differ in length."""
+    def block():
+        return torch.nn.Sequential(torch.nn.LayerNorm(12), torch.nn.Linear(12, 33), torch.nn.GELU(),
+                                   torch.nn.Linear(33, 12))
+    return torch.nn.Sequential(block(), block(), torch.nn.Linear(12, 5))
+
+
+def _llama() -> torch.nn.Module:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=2, vocab_size=256, max_position_embeddings=64)
+    return LlamaForCausalLM(config)
+
+
+def _train_fsdp(rank, dev, make, blocks, loss_fn, batches, lr, steps=3):
+    """Trains a fully_shard-ed copy on this rank's half of each batch and a CPU copy on the whole batch.
+
+    Returns [(name, gathered parameter, reference parameter, initial parameter)].
+    """
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import DTensor, Shard
+
+    torch.manual_seed(0)
+    reference = make()
+    initial = {n: p.detach().clone() for n, p in reference.named_parameters()}
+    model = make()
+    model.load_state_dict(reference.state_dict())
+    model.to(dev)
+    for block in blocks(model):
+        fully_shard(block)
+    fully_shard(model)
+    for name, p in model.named_parameters():  # really sharded: dim 0 split between the ranks
+        assert isinstance(p, DTensor) and p.placements == (Shard(0),), (name, type(p))
+        chunks = torch.empty(p.shape[0]).chunk(WORLD)  # FSDP2 shards dim 0 as torch.chunk does
+        expected_rows = chunks[rank].shape[0] if rank < len(chunks) else 0
+        assert p.to_local().shape[0] == expected_rows, (name, p.to_local().shape, p.shape)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    ref_opt = torch.optim.AdamW(reference.parameters(), lr=lr)
+    for step in range(steps):
+        batch = batches[step]
+        half = batch[0].shape[0] // WORLD
+        shard = slice(rank * half, (rank + 1) * half)
+        loss = loss_fn(model, *(b[shard].to(dev) for b in batch))
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        ref_loss = loss_fn(reference, *batch)
+        ref_loss.backward()
+        ref_opt.step()
+        ref_opt.zero_grad()
+    refs = dict(reference.named_parameters())
+    return [(n, p.full_tensor().cpu(), refs[n].detach(), initial[n]) for n, p in model.named_parameters()]
+
+
+def _assert_trained_alike(results, atol, rtol):
+    moved = 0.0
+    for name, got, ref, init in results:
+        torch.testing.assert_close(got, ref, atol=atol, rtol=rtol, msg=lambda m: f"{name}: {m}")
+        moved = max(moved, (ref - init).abs().max().item())
+    assert moved > 20 * atol, f"training barely moved the parameters ({moved}); the comparison proves nothing"
+
+
+def check_fsdp2_mlp(rank, dev):
+    """fully_shard per block and the root, AdamW: the gathered parameters match CPU training on the full batch."""
+    g = torch.Generator().manual_seed(5)
+    batches = [(torch.randn(8, 12, generator=g), torch.randn(8, 5, generator=g)) for _ in range(3)]
+
+    def loss_fn(model, x, y):
+        return torch.nn.functional.mse_loss(model(x), y)
+
+    results = _train_fsdp(rank, dev, _mlp, lambda m: list(m)[:2], loss_fn, batches, lr=1e-2)
+    _assert_trained_alike(results, atol=2e-5, rtol=1e-4)
+
+
+def check_fsdp2_llama(rank, dev):
+    """The same with transformers' tiny LlamaForCausalLM (hidden 64, 2 layers, vocab 256), one shard per layer."""
+    _require("transformers")
+    g = torch.Generator().manual_seed(5)
+    batches = [(torch.randint(0, 256, (4, 16), generator=g),) for _ in range(3)]
+
+    def loss_fn(model, ids):
+        return model(input_ids=ids, labels=ids).loss
+
+    results = _train_fsdp(rank, dev, _llama, lambda m: m.model.layers, loss_fn, batches, lr=1e-3)
+    _assert_trained_alike(results, atol=5e-5, rtol=1e-3)
+
+
+# ---------------------------------------------------------------- DTensor / DeviceMesh
+
+def _placements():
+    from torch.distributed.tensor import Replicate, Shard
+
+    return {"Shard(0)": Shard(0), "Shard(1)": Shard(1), "Replicate()": Replicate()}
+
+
+def _expected_local(source: torch.Tensor, placement, rank: int) -> torch.Tensor:
+    """What DTensor's even-chunk sharding gives this rank (torch.chunk semantics, as DTensor documents)."""
+    from torch.distributed.tensor import Shard
+
+    if isinstance(placement, Shard):
+        return source.chunk(WORLD, dim=placement.dim)[rank]
+    return source
+
+
+def check_dtensor_distribute_redistribute(rank, dev):
+    """distribute_tensor from rank 0 and redistribute between Shard(0), Shard(1) and Replicate()."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import distribute_tensor
+
+    mesh = init_device_mesh("neuron", (WORLD,))
+    assert mesh.get_group() is dist.group.WORLD  # a 1-D mesh over the world reuses the default group
+    # Uneven in both dimensions; rank 1 passes other data, so every placement must come from rank 0's.
+    source = torch.arange(5 * 7, dtype=torch.float32).view(5, 7) / 3
+    mine = source if rank == 0 else torch.full_like(source, -1.0)
+    for name, placement in _placements().items():
+        d = distribute_tensor(mine.to(dev), mesh, [placement])
+        assert d.to_local().device == dev
+        assert torch.equal(d.to_local().cpu(), _expected_local(source, placement, rank)), f"local of {name}"
+        assert torch.equal(d.full_tensor().cpu(), source), f"full_tensor of {name}"
+        for other_name, other in _placements().items():
+            r = d.redistribute(mesh, [other])
+            assert torch.equal(r.to_local().cpu(), _expected_local(source, other, rank)), f"{name} -> {other_name}"
+            assert torch.equal(r.full_tensor().cpu(), source), f"full_tensor {name} -> {other_name}"
+
+
+def check_dtensor_sharded_matmul(rank, dev):
+    """Row- and column-sharded matmuls through DTensor ops match the local product."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Partial, Replicate, Shard, distribute_tensor
+
+    mesh = init_device_mesh("neuron", (WORLD,))
+    g = torch.Generator().manual_seed(7)
+    x, w = torch.randn(6, 8, generator=g), torch.randn(8, 4, generator=g)
+    expected = x @ w
+    # Contraction dimension sharded: each rank multiplies its halves, the result is a pending sum.
+    out = distribute_tensor(x.to(dev), mesh, [Shard(1)]) @ distribute_tensor(w.to(dev), mesh, [Shard(0)])
+    assert out.placements == (Partial(),), out.placements
+    torch.testing.assert_close(out.full_tensor().cpu(), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out.redistribute(mesh, [Shard(0)]).to_local().cpu(), expected.chunk(WORLD)[rank],
+                               atol=1e-5, rtol=1e-5)
+    # Rows sharded, weight replicated: each rank holds its rows of the product, exactly as computed locally.
+    out = distribute_tensor(x.to(dev), mesh, [Shard(0)]) @ distribute_tensor(w.to(dev), mesh, [Replicate()])
+    assert out.placements == (Shard(0),), out.placements
+    assert torch.equal(out.to_local().cpu(), x.chunk(WORLD)[rank] @ w)
+
+
+def check_device_mesh_split(rank, dev):
+    """With a bound device DeviceMesh makes each dimension's group with split_group; they work."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    from torch_neuronx._C import _NeuronBackend
+
+    assert dist.group.WORLD.bound_device_id == dev
+    assert dist.group.WORLD._get_backend(dev).supports_splitting
+    # split_group itself (it raises for a backend that cannot split): one group per rank, then one of both.
+    for split_ranks, mine in (([[0], [1]], [rank]), ([[0, 1]], [0, 1])):
+        group = dist.split_group(split_ranks=split_ranks)
+        assert dist.get_process_group_ranks(group) == mine
+        assert isinstance(group._get_backend(dev), _NeuronBackend) and group.bound_device_id == dev
+        t = torch.full((2,), float(rank + 1), device=dev)
+        dist.all_reduce(t, group=group)
+        assert torch.equal(t.cpu(), torch.full((2,), float(sum(r + 1 for r in mine)))), (split_ranks, t)
+    mesh = init_device_mesh("neuron", (1, WORLD), mesh_dim_names=("dp", "tp"))
+    for name, ranks in (("dp", [rank]), ("tp", list(range(WORLD)))):
+        group = mesh.get_group(name)
+        # A dimension spanning the whole world reuses the default group; the others are split off it.
+        assert (group is dist.group.WORLD) == (len(ranks) == WORLD), name
+        assert dist.get_process_group_ranks(group) == ranks, (name, dist.get_process_group_ranks(group))
+        assert isinstance(group._get_backend(dev), _NeuronBackend)
+        t = torch.full((3,), float(rank + 1), device=dev)
+        dist.all_reduce(t, group=group)
+        assert torch.equal(t.cpu(), torch.full((3,), float(sum(r + 1 for r in ranks)))), (name, t)
+    source = torch.arange(4 * 6, dtype=torch.float32).view(4, 6)
+    d = distribute_tensor(source.to(dev), mesh, [Replicate(), Shard(1)])
+    assert torch.equal(d.to_local().cpu(), source.chunk(WORLD, dim=1)[rank])
+    assert torch.equal(d.full_tensor().cpu(), source)
+    # new_group with a bound device: ranks outside the group take torch's "no-color split" path.
+    solo = dist.new_group(ranks=[1])
+    if rank == 1:
+        t = torch.ones(2, device=dev)
+        dist.all_reduce(t, group=solo)
+        assert torch.equal(t.cpu(), torch.ones(2))
+    else:
+        assert solo == dist.GroupMember.NON_GROUP_MEMBER
+    dist.barrier()
+
+
+# ---------------------------------------------------------------- accelerate
+
+def check_accelerate(rank, dev):
+    """accelerate creates the group itself (MULTI_NEURON) and its object and tensor collectives work."""
+    _require("accelerate")
+    import torch.distributed as dist
+    from accelerate import Accelerator, PartialState
+    from accelerate.utils import DistributedType, broadcast_object_list, gather_object
+
+    from torch_neuronx._C import _NeuronBackend
+
+    accelerator = Accelerator()
+    state = PartialState()
+    assert state.distributed_type == DistributedType.MULTI_NEURON, state.distributed_type
+    assert (state.backend, state.num_processes, state.process_index) == ("neuron", WORLD, rank)
+    assert accelerator.device == dev, accelerator.device
+    assert isinstance(dist.group.WORLD._get_backend(dev), _NeuronBackend)
+    # Objects of different pickled sizes on each rank.
+    gathered = gather_object([{"rank": rank, "text": "x" * (1000 * rank)}])
+    assert gathered == [{"rank": r, "text": "x" * (1000 * r)} for r in range(WORLD)], gathered
+    objects = [f"from {rank}", {"rank": rank}, list(range(rank * 3))]
+    broadcast_object_list(objects, from_process=WORLD - 1)
+    last = WORLD - 1
+    assert objects == [f"from {last}", {"rank": last}, list(range(last * 3))], objects
+    t = accelerator.gather(torch.tensor([rank, 10 * rank], device=dev))
+    assert t.cpu().tolist() == [v for r in range(WORLD) for v in (r, 10 * r)], t
+    s = accelerator.reduce(torch.tensor([rank + 1.0], device=dev), reduction="sum")
+    assert s.cpu().tolist() == [float(sum(range(1, WORLD + 1)))], s
+    accelerator.wait_for_everyone()
+
+
+PHASE1 = [check_fsdp2_mlp, check_fsdp2_llama, check_dtensor_distribute_redistribute, check_dtensor_sharded_matmul,
+          check_device_mesh_split]
+PHASE2 = [check_accelerate]
+
+
+# ---------------------------------------------------------------- the launch
+
+def _record(results: dict, check) -> None:
+    start = time.monotonic()
+    try:
+        check(results["rank"], results["device"])
+        results[check.__name__] = "ok"
+    except Skip as reason:
+        results[check.__name__] = SKIP + str(reason)
+    except BaseException:  # noqa: BLE001  recorded for the parent's report
+        results[check.__name__] = traceback.format_exc()
+    results["seconds"][check.__name__] = round(time.monotonic() - start, 2)
+
+
+def _worker(rank: int, ports: list[int], out_dir: str) -> None:
+    import torch.distributed as dist
+
+    torch.neuron.set_device(rank)
+    dev = torch.device("neuron", rank)
+    results = {"rank": rank, "device": dev, "seconds": {}}
+    try:
+        dist.init_process_group("neuron", init_method=f"tcp://127.0.0.1:{ports[0]}?use_libuv=0", rank=rank,
+                                world_size=WORLD, timeout=timedelta(seconds=60), device_id=dev)
+        for check in PHASE1:
+            _record(results, check)
+        dist.destroy_process_group()
+        # What a launcher such as torchrun would set; accelerate reads these.
+        os.environ.update(RANK=str(rank), WORLD_SIZE=str(WORLD), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                          MASTER_PORT=str(ports[1]), USE_LIBUV="0")
+        for check in PHASE2:
+            _record(results, check)
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    finally:
+        saved = {k: v for k, v in results.items() if k != "device"}
+        with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+            json.dump(saved, f)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _segments() -> set[str]:
+    return {n for n in os.listdir(SHM_DIR) if n.startswith(SHM_PREFIX)} if os.path.isdir(SHM_DIR) else set()
+
+
+@pytest.fixture(scope="module")
+def launch(tmp_path_factory):
+    import torch.multiprocessing as mp
+
+    out_dir = str(tmp_path_factory.mktemp("ranks"))
+    before = _segments()
+    context = mp.start_processes(_worker, args=([_free_port(), _free_port()], out_dir), nprocs=WORLD, join=False,
+                                 start_method="spawn")
+    deadline = time.monotonic() + LAUNCH_TIMEOUT
+    while not context.join(timeout=1):
+        if time.monotonic() > deadline:
+            for p in context.processes:
+                p.kill()
+            pytest.fail(f"the ranks did not finish within {LAUNCH_TIMEOUT} s")
+    results = []
+    for rank in range(WORLD):
+        with open(os.path.join(out_dir, f"rank{rank}.json")) as f:
+            results.append(json.load(f))
+    return results, before, _segments()
+
+
+@pytest.mark.parametrize("check", [c.__name__ for c in PHASE1 + PHASE2])
+def test_training(launch, check):
+    results, _, _ = launch
+    outcomes = {r["rank"]: r.get(check, "not run") for r in results}
+    skips = {o for o in outcomes.values() if o.startswith(SKIP)}
+    if skips and len(skips) == len(set(outcomes.values())):
+        pytest.skip(skips.pop()[len(SKIP):])
+    failures = {rank: text for rank, text in outcomes.items() if text != "ok"}
+    assert not failures, "\n".join(f"rank {rank}:\n{text}" for rank, text in failures.items())
+
+
+def test_no_segment_left_behind(launch):
+    """Split groups rendezvous like any other: no shared-memory segment outlives the launch."""
+    _, before, after = launch
+    assert after <= before, f"new shared-memory segments left in {SHM_DIR}: {sorted(after - before)}"
