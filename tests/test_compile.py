@@ -204,6 +204,8 @@ def test_one_row_matmul_takes_the_matrix_vector_route_with_cpu_results(dtype):
     x, w = _rand(1, 96, seed=9).to(dtype), _rand(40, 96, seed=10).to(dtype)
     tol = dict(atol=1e-5, rtol=1e-5) if dtype == torch.float32 else dict(atol=2e-2, rtol=2e-2)
     torch.testing.assert_close((x.to("neuron") @ w.to("neuron").t()).cpu(), x @ w.t(), **tol)
+    odd_x, odd_w = _rand(1, 77, seed=22).to(dtype), _rand(300, 77, seed=23).to(dtype)  # vector tails, many rows
+    torch.testing.assert_close((odd_x.to("neuron") @ odd_w.to("neuron").t()).cpu(), odd_x @ odd_w.t(), **tol)
     for shape in ((96,), (1, 1, 96), (3, 96)):  # one row (any rank), and the general path
         inp = _rand(*shape, seed=11).to(dtype)
         torch.testing.assert_close(torch.ops.neuron.linear(inp, w, None), F.linear(inp, w), **tol)

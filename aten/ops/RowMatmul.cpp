@@ -5,6 +5,8 @@
 #include <ATen/ops/mv.h>
 #include <torch/library.h>
 
+#include "aten/ops/Bf16Gemv.h"
+
 namespace torch_neuronx {
 
 bool isRowTimesWeight(const at::Tensor& left, const at::Tensor& right) {
@@ -15,6 +17,12 @@ bool isRowTimesWeight(const at::Tensor& left, const at::Tensor& right) {
 }
 
 void rowTimesWeightInto(at::Tensor& out, const at::Tensor& left, const at::Tensor& right) {
+  if (left.scalar_type() == at::kBFloat16 && out.is_contiguous()) {
+    // right is W^T of a contiguous weight W [N, K] (isRowTimesWeight).
+    bf16Gemv(right.const_data_ptr<c10::BFloat16>(), left.const_data_ptr<c10::BFloat16>(),
+             out.mutable_data_ptr<c10::BFloat16>(), right.size(1), right.size(0));
+    return;
+  }
   at::Tensor result = out.view({out.size(1)});
   at::mv_out(result, right.t(), left.view({left.size(1)}));
 }
