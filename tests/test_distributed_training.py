@@ -1,15 +1,22 @@
-"""Real users of the "neuron" backend on 2 ranks: FSDP2, DTensor/DeviceMesh, accelerate.
+"""Real users of the "neuron" backend on 2 ranks: FSDP2, DTensor/DeviceMesh, transformers TP, accelerate, Trainer.
 
-One launch of 2 ranks (torch.multiprocessing, as in test_distributed.py; rank r
-on neuron:r) runs two phases, and each rank records each check's outcome:
+Before the launch the parent saves a tiny LlamaForCausalLM (fixed seed) with
+save_pretrained and trains it with a single-process Trainer on CPU (the
+reference for the Trainer DDP check). One launch of 2 ranks
+(torch.multiprocessing, as in test_distributed.py; rank r on neuron:r, with
+RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT set as a launcher such
+as torchrun would) runs two phases, and each rank records each check's outcome:
 
 1. `init_process_group("neuron", tcp://..., device_id=neuron:r)`: FSDP2
    (`fully_shard`) training against single-process training on CPU, DTensor
-   placements against slices of the source tensor, and DeviceMesh groups made
-   by `split_group` (what a bound device makes DeviceMesh use).
-2. The group is destroyed and accelerate creates its own from RANK, WORLD_SIZE,
-   LOCAL_RANK, MASTER_ADDR, MASTER_PORT (env://, USE_LIBUV=0 since Debian's
-   torch has no libuv): gather_object, broadcast_object_list, gather, reduce.
+   placements against slices of the source tensor, DeviceMesh groups made
+   by `split_group` (what a bound device makes DeviceMesh use), and
+   transformers' `from_pretrained(tp_plan="auto")` against the same weights
+   loaded on CPU.
+2. The group is destroyed and accelerate creates its own from those variables
+   (env://, USE_LIBUV=0 since Debian's torch has no libuv): gather_object,
+   broadcast_object_list, gather, reduce; then Trainer DDP (bf16,
+   ddp_find_unused_parameters) against the parent's CPU run.
 """
 from __future__ import annotations
 
@@ -31,6 +38,12 @@ SHM_PREFIX = "torch_neuronx_"
 SKIP = "skip: "  # a recorded outcome that starts with this is a skip, with its reason
 
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch without distributed")
+
+
+# Paths the parent prepared before the launch (see `launch`); set in each rank by `_worker`.
+INPUTS: dict = {}
+TRAIN_STEPS = 4
+PER_DEVICE_BATCH = 2
 
 
 class Skip(Exception):
@@ -58,6 +71,12 @@ def _llama() -> torch.nn.Module:
     config = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                          num_key_value_heads=2, vocab_size=256, max_position_embeddings=64)
     return LlamaForCausalLM(config)
+
+
+def _saved_llama() -> str:
+    if "llama" not in INPUTS:
+        raise Skip("transformers is not installed")
+    return INPUTS["llama"]
 
 
 def _train_fsdp(rank, dev, make, blocks, loss_fn, batches, lr, steps=3):
@@ -236,6 +255,40 @@ def check_device_mesh_split(rank, dev):
     dist.barrier()
 
 
+# ---------------------------------------------------------------- transformers tensor parallelism
+
+def check_tp_llama(rank, dev):
+    """from_pretrained(tp_plan="auto") shards the saved Llama over the ranks; logits and greedy tokens match CPU."""
+    path = _saved_llama()
+    from transformers import LlamaForCausalLM
+
+    # transformers takes the process group that exists and the device from LOCAL_RANK (as under torchrun).
+    model = LlamaForCausalLM.from_pretrained(path, tp_plan="auto")
+    assert model.tp_size == WORLD, model.tp_size
+    # Really split: each rank holds its rows of the column-parallel and its columns of the row-parallel weights.
+    reference = LlamaForCausalLM.from_pretrained(path)
+    split = {"self_attn.q_proj": 0, "self_attn.k_proj": 0, "self_attn.o_proj": 1, "mlp.up_proj": 0,
+             "mlp.down_proj": 1}  # colwise: rows (dim 0) of the weight; rowwise: columns (dim 1)
+    for name, dim in split.items():
+        got = model.model.layers[0].get_submodule(name).weight
+        full = reference.model.layers[0].get_submodule(name).weight.detach()
+        assert got.device == dev, (name, got.device)
+        local = (got.to_local() if hasattr(got, "to_local") else got).detach().cpu()
+        assert torch.equal(local, full.chunk(WORLD, dim=dim)[rank]), (name, tuple(local.shape))
+    assert next(reference.parameters()).device.type == "cpu"
+    prompt = torch.tensor([[1, 17, 42, 99, 3, 250, 7, 64, 128, 5]])
+    with torch.no_grad():
+        logits = model(prompt.to(dev)).logits
+        ref_logits = reference(prompt).logits
+    assert logits.device == dev
+    torch.testing.assert_close(logits.cpu(), ref_logits, atol=1e-5, rtol=1e-4)
+    new = 12
+    tokens = model.generate(prompt.to(dev), max_new_tokens=new, do_sample=False, pad_token_id=0)
+    ref_tokens = reference.generate(prompt, max_new_tokens=new, do_sample=False, pad_token_id=0)
+    assert ref_tokens.shape == (1, prompt.shape[1] + new), ref_tokens.shape
+    assert torch.equal(tokens.cpu(), ref_tokens), (tokens.cpu().tolist(), ref_tokens.tolist())
+
+
 # ---------------------------------------------------------------- accelerate
 
 def check_accelerate(rank, dev):
@@ -267,9 +320,113 @@ def check_accelerate(rank, dev):
     accelerator.wait_for_everyone()
 
 
+# ---------------------------------------------------------------- Trainer DDP
+
+def _lm_dataset() -> list[dict]:
+    """8 arithmetic sequences mod 256 (next token = previous + 3): a pattern a few steps start to learn."""
+    rows = []
+    for i in range(8):
+        ids = (7 * i + 3 * torch.arange(16)) % 256
+        rows.append({"input_ids": ids, "labels": ids.clone()})
+    return rows
+
+
+def _trainer_args(output_dir: str, per_device: int, **kwargs):
+    from transformers import TrainingArguments
+
+    return TrainingArguments(output_dir=output_dir, per_device_train_batch_size=per_device, max_steps=TRAIN_STEPS,
+                             learning_rate=3e-3, bf16=True, train_sampling_strategy="sequential", logging_steps=1,
+                             save_strategy="no", report_to="none", seed=0, dataloader_num_workers=0,
+                             disable_tqdm=True, **kwargs)
+
+
+def _train_log(trainer) -> dict:
+    """The loss and gradient norm Trainer logged at each step (logging_steps=1)."""
+    steps = [entry for entry in trainer.state.log_history if "loss" in entry]
+    return {"loss": [e["loss"] for e in steps], "grad_norm": [float(e["grad_norm"]) for e in steps]}
+
+
+def _train_reference_on_cpu(path: str, out: str, work_dir: str) -> None:
+    """The parent's single-process Trainer on CPU with the global batch (WORLD x PER_DEVICE_BATCH)."""
+    from accelerate.state import AcceleratorState
+    from transformers import LlamaForCausalLM, Trainer
+
+    environ = dict(os.environ)
+    try:
+        model = LlamaForCausalLM.from_pretrained(path)
+        args = _trainer_args(work_dir, WORLD * PER_DEVICE_BATCH, use_cpu=True)
+        trainer = Trainer(model=model, args=args, train_dataset=_lm_dataset())
+        trainer.train()
+        assert args.device.type == "cpu" and trainer.accelerator.num_processes == 1
+        torch.save({"params": {n: p.detach().clone() for n, p in model.named_parameters()},
+                    "log": _train_log(trainer)}, out)
+    finally:  # leave this process as it was
+        AcceleratorState._reset_state(reset_partial_state=True)
+        if dict(os.environ) != environ:
+            os.environ.clear()
+            os.environ.update(environ)
+
+
+def check_trainer_ddp(rank, dev):
+    """Trainer (bf16, ddp_find_unused_parameters) on 2 ranks: identical ranks, falling loss, CPU run's parameters."""
+    _require("accelerate")
+    path = _saved_llama()
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    from transformers import LlamaForCausalLM, Trainer
+    from transformers.training_args import ParallelMode
+
+    initial = LlamaForCausalLM.from_pretrained(path)
+    model = LlamaForCausalLM.from_pretrained(path)
+    args = _trainer_args(INPUTS["trainer_dir"], PER_DEVICE_BATCH, ddp_find_unused_parameters=True)
+    assert args.parallel_mode == ParallelMode.DISTRIBUTED and args.world_size == WORLD, args.parallel_mode
+    assert args.device == dev, args.device
+    trainer = Trainer(model=model, args=args, train_dataset=_lm_dataset())
+    dtypes = set()  # what the linear layers compute in: bf16 under accelerate's autocast on neuron
+    hook = model.model.layers[0].mlp.down_proj.register_forward_hook(lambda m, i, o: dtypes.add((o.device, o.dtype)))
+    trainer.train()
+    hook.remove()
+    assert dtypes == {(dev, torch.bfloat16)}, dtypes
+    wrapped = trainer.model_wrapped
+    assert isinstance(wrapped, DistributedDataParallel) and wrapped.find_unused_parameters, type(wrapped)
+    assert trainer.accelerator.mixed_precision == "bf16"
+    optimizer = getattr(trainer.optimizer, "optimizer", trainer.optimizer)  # under accelerate's wrapper
+    assert optimizer.defaults.get("fused"), optimizer.defaults  # Trainer's default, adamw_torch_fused, on neuron
+    assert trainer.state.global_step == TRAIN_STEPS
+    params = dict(model.named_parameters())
+    assert all(p.device == dev and p.dtype == torch.float32 for p in params.values())
+    # Both ranks hold the same bits.
+    flat = torch.cat([p.detach().reshape(-1) for p in params.values()])
+    gathered = [torch.empty_like(flat) for _ in range(WORLD)]
+    dist.all_gather(gathered, flat)
+    assert all(torch.equal(gathered[0], g) for g in gathered[1:]), "ranks ended with different parameters"
+    log = _train_log(trainer)
+    assert len(log["loss"]) == TRAIN_STEPS and log["loss"][-1] < log["loss"][0], log
+    # The parent's single-process CPU Trainer on the same global batches: the same losses and gradient norms
+    # (the norm of the averaged gradients, before clipping), up to bf16 rounding.
+    reference = torch.load(INPUTS["trainer_reference"])
+    torch.testing.assert_close(torch.tensor(log["loss"]), torch.tensor(reference["log"]["loss"]), atol=2e-3, rtol=0)
+    torch.testing.assert_close(torch.tensor(log["grad_norm"]), torch.tensor(reference["log"]["grad_norm"]),
+                               atol=0, rtol=5e-3)
+    # AdamW moves every element by about the learning rate whatever its gradient's size, so the few elements
+    # whose gradient is within bf16 rounding of zero may move either way: compare each parameter's update as a
+    # whole, and require almost every element to match closely.
+    init = dict(initial.named_parameters())
+    diffs = []
+    for name, p in params.items():
+        got, ref, start = p.detach().cpu(), reference["params"][name], init[name].detach()
+        update_error = ((got - ref).norm() / (ref - start).norm()).item()
+        assert update_error < 0.05, f"{name}: update differs from the CPU run's by {update_error:.1%}"
+        diffs.append((got - ref).abs().reshape(-1))
+    diffs = torch.cat(diffs)
+    close = (diffs <= 1e-4).float().mean().item()
+    assert close > 0.98, f"only {close:.2%} of the elements are within 1e-4 of the CPU run's"
+    moved = max((reference["params"][n] - init[n].detach()).abs().max().item() for n in params)
+    assert moved > 20 * 1e-4, f"training barely moved the parameters ({moved}); the comparison proves nothing"
+
 PHASE1 = [check_fsdp2_mlp, check_fsdp2_llama, check_dtensor_distribute_redistribute, check_dtensor_sharded_matmul,
-          check_device_mesh_split]
-PHASE2 = [check_accelerate]
+          check_device_mesh_split, check_tp_llama]
+PHASE2 = [check_accelerate, check_trainer_ddp]
 
 
 # ---------------------------------------------------------------- the launch
@@ -286,9 +443,14 @@ def _record(results: dict, check) -> None:
     results["seconds"][check.__name__] = round(time.monotonic() - start, 2)
 
 
-def _worker(rank: int, ports: list[int], out_dir: str) -> None:
+def _worker(rank: int, ports: list[int], out_dir: str, inputs: dict) -> None:
     import torch.distributed as dist
 
+    INPUTS.update(inputs)
+    # What a launcher such as torchrun would set: transformers' tensor parallelism takes the device from
+    # LOCAL_RANK, and accelerate (phase 2) reads them all.
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(WORLD), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(ports[1]), USE_LIBUV="0")
     torch.neuron.set_device(rank)
     dev = torch.device("neuron", rank)
     results = {"rank": rank, "device": dev, "seconds": {}}
@@ -298,9 +460,6 @@ def _worker(rank: int, ports: list[int], out_dir: str) -> None:
         for check in PHASE1:
             _record(results, check)
         dist.destroy_process_group()
-        # What a launcher such as torchrun would set; accelerate reads these.
-        os.environ.update(RANK=str(rank), WORLD_SIZE=str(WORLD), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                          MASTER_PORT=str(ports[1]), USE_LIBUV="0")
         for check in PHASE2:
             _record(results, check)
         if dist.is_initialized():
@@ -326,9 +485,18 @@ def launch(tmp_path_factory):
     import torch.multiprocessing as mp
 
     out_dir = str(tmp_path_factory.mktemp("ranks"))
+    inputs = {"trainer_dir": os.path.join(out_dir, "trainer")}
+    if importlib.util.find_spec("transformers") is not None:
+        with torch.random.fork_rng(devices=[]):  # leave this process's CPU generator as it was
+            torch.manual_seed(0)
+            inputs["llama"] = os.path.join(out_dir, "llama")
+            _llama().save_pretrained(inputs["llama"])
+            if importlib.util.find_spec("accelerate") is not None:
+                inputs["trainer_reference"] = os.path.join(out_dir, "trainer_reference.pt")
+                _train_reference_on_cpu(inputs["llama"], inputs["trainer_reference"], os.path.join(out_dir, "cpu"))
     before = _segments()
-    context = mp.start_processes(_worker, args=([_free_port(), _free_port()], out_dir), nprocs=WORLD, join=False,
-                                 start_method="spawn")
+    context = mp.start_processes(_worker, args=([_free_port(), _free_port()], out_dir, inputs), nprocs=WORLD,
+                                 join=False, start_method="spawn")
     deadline = time.monotonic() + LAUNCH_TIMEOUT
     while not context.join(timeout=1):
         if time.monotonic() > deadline:
