@@ -8,7 +8,8 @@ vocabulary 32,000, random weights) on neuron against the CPU device:
 - one Trainer-style training step (forward, backward, AdamW), fp32 and bf16 autocast;
 - device memory after loading against the parameter bytes.
 
-Both devices run the same transformers code on identical weights.
+Both devices run the same transformers code on identical weights. Decode times
+exclude the prompt's prefill (a 1-token generate() is subtracted).
 """
 from __future__ import annotations
 
@@ -42,15 +43,21 @@ def decode_rows(models, dtype_name: str, bandwidth: float) -> list[Row]:
         prompt = torch.randint(0, 32000, (batch, 16), generator=torch.Generator().manual_seed(1))
         inputs = {d: prompt.to(d) for d in models}
 
-        def generate(device):
+        def generate(device, new_tokens):
             with torch.no_grad():
                 models[device].generate(inputs[device], attention_mask=torch.ones_like(inputs[device]),
-                                        max_new_tokens=DECODE_TOKENS, min_new_tokens=DECODE_TOKENS,
+                                        max_new_tokens=new_tokens, min_new_tokens=new_tokens,
                                         do_sample=False, pad_token_id=0)
 
-        res = common.time_interleaved({d: (lambda d=d: generate(d)) for d in models}, warmup=1,
-                                      reps=common.repeats(3))
-        per_token = {d: res[d] / DECODE_TOKENS for d in res}
+        # Decode alone: a generate() of 1 + DECODE_TOKENS tokens minus one of 1 token (prefill and the
+        # first step), so the prompt's prefill does not count against the per-token time.
+        fns = {}
+        for d in models:
+            fns[d] = lambda d=d: generate(d, 1 + DECODE_TOKENS)
+            fns[d + " prefill"] = lambda d=d: generate(d, 1)
+        devices = {k: k.split()[0] for k in fns}
+        res = common.time_interleaved(fns, devices=devices, warmup=1, reps=common.repeats(3))
+        per_token = {d: max(res[d] - res[d + " prefill"], 1e-9) / DECODE_TOKENS for d in models}
         rows.append(Row(f"Llama-125M decode {dtype_name} batch {batch}, per token", fmt_time(per_token["cpu"]),
                         fmt_time(per_token[NEURON]), per_token[NEURON] / per_token["cpu"], "time", None,
                         noise=common.ratio_noise(res["cpu"], res[NEURON]), contention=common.others_share(res["cpu"])))
