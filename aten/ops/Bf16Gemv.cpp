@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <immintrin.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace torch_neuronx {
@@ -64,8 +65,10 @@ void bf16Gemv(const c10::BFloat16* weight, const c10::BFloat16* x, c10::BFloat16
   static const DotFn dot = pickDot();
   std::vector<float> x_wide(x, x + cols);
   const float* xs = x_wide.data();
-  // 64 rows of a 768-wide weight are about 100 KB: enough work per task.
-  at::parallel_for(0, rows, 64, [&](int64_t begin, int64_t end) {
+  // Waking a second thread costs tens of microseconds (sleeping OpenMP
+  // workers, see ./dev): split only weights of several MiB, about 2 MiB a task.
+  const int64_t grain = std::max<int64_t>(64, (int64_t{2} << 20) / (2 * std::max<int64_t>(cols, 1)));
+  at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) y[n] = c10::BFloat16(dot(weight + n * cols, xs, cols));
   });
 }
