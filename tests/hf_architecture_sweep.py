@@ -97,10 +97,7 @@ COMPILE = os.environ.get("HF_SWEEP_COMPILE", "0") == "1"
 TIMEOUT_S = int(os.environ.get("HF_SWEEP_TIMEOUT_S", str(120 * (3 if COMPILE else 1))))
 MEMORY_LIMIT_GIB = float(os.environ.get("HF_SWEEP_MEMORY_LIMIT_GIB", "6"))
 WORKERS = int(os.environ.get("HF_SWEEP_WORKERS", "2"))
-ATOL = 1e-4
-RTOL = 1e-4
 MAX_NEW_TOKENS = 8
-SEED = 0
 ATTN_IMPLEMENTATION = os.environ.get("HF_SWEEP_ATTN", "eager")
 # The prompt is a batch of two rows: PROMPT, and a left-padded row (3 pad tokens, attention_mask 0).
 PADDED = os.environ.get("HF_SWEEP_PADDED", "1") == "1"
@@ -113,165 +110,12 @@ PLUGIN_ENV_VARS = (
 )
 
 from hf_tiny_configs import OVERRIDES, PROMPT, _is_int, config_class, model_class, prompt_ids, shrunk_config  # noqa: E402
+from hf_sweep_compare import ATOL, RTOL, SEED, _add_note, _first_tensor, _short, _tokens_differ, _where  # noqa: E402
+from hf_sweep_compiled_stage import STATIC_COMPILED_STAGE, STATIC_EAGER_STAGE, compiled_static_stage  # noqa: E402
 
 # ---------------------------------------------------------------------------
 # One architecture (runs in the forked child)
 # ---------------------------------------------------------------------------
-
-
-def _first_tensor(x):
-    import torch
-    if isinstance(x, torch.Tensor):
-        return x
-    if hasattr(x, "logits") and isinstance(getattr(x, "logits"), torch.Tensor):
-        return x.logits
-    if isinstance(x, dict):
-        x = list(x.values())
-    if isinstance(x, (list, tuple)):
-        for y in x:
-            t = _first_tensor(y)
-            if t is not None:
-                return t
-    return None
-
-
-def _short(exc: BaseException) -> str:
-    msg = f"{type(exc).__name__}: {exc}".strip().replace("\n", " ")
-    return msg[:400]
-
-
-def _where(exc: BaseException, plugin: bool = False) -> str:
-    """The innermost frame of the traceback that lies in transformers/torch source (or, with plugin,
-    in torch_neuronx, where the compile backend's errors come from), for the report."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    for fr in reversed(frames):
-        if "site-packages" in fr.filename or "dist-packages" in fr.filename:
-            path = fr.filename.split("-packages/")[-1]
-            return f"{path}:{fr.lineno} in {fr.name}"
-        if plugin and "/torch_neuronx/" in fr.filename:
-            return f"torch_neuronx/{fr.filename.split('/torch_neuronx/')[-1]}:{fr.lineno} in {fr.name}"
-    return ""
-
-
-def _add_note(result: dict, note: str) -> None:
-    result["note"] = f"{result['note']}; {note}" if result.get("note") else note
-
-
-def _tokens_differ(ref_seq, ref_steps, seq, steps, prompt_len: int) -> tuple[bool, list[str]]:
-    """Compares two greedy generations (sequences and per-step logits) of the same prompt batch.
-    Returns (differ, near_ties): a divergence is only a near-tie, listed and not counted, when both
-    runs' logits at that step agree within ATOL/RTOL and the top two reference logits of that row
-    are within that tolerance of each other (a tie that rounding may flip)."""
-    import torch
-    if seq.shape == ref_seq.shape and torch.equal(seq, ref_seq):
-        return False, []
-    if seq.shape != ref_seq.shape or ref_seq.dim() != 2:
-        return True, []
-    ties = []
-    for row in range(ref_seq.shape[0]):
-        diff = (ref_seq[row] != seq[row]).nonzero()
-        if not diff.numel():
-            continue
-        step = int(diff[0]) - prompt_len
-        tie = False
-        if 0 <= step < min(len(ref_steps), len(steps)):
-            r, d = ref_steps[step].double(), steps[step].double()
-            if r.shape == d.shape and r.dim() == 2 and torch.allclose(r, d, atol=ATOL, rtol=RTOL):
-                top2 = r[row].topk(2).values
-                tie = float(top2[0] - top2[1]) <= ATOL + RTOL * float(top2[0].abs())
-        if not tie:
-            return True, ties
-        ties.append(f"row {row} token {step}")
-    return False, ties
-
-
-# The stages of the compiled StaticCache run; a crash or time-out in one of them classifies the
-# architecture by the stage (classify()), as the child's result never arrives.
-STATIC_EAGER_STAGE = "neuron:static-eager"
-STATIC_COMPILED_STAGE = "neuron:static-compiled"
-
-
-def _static_generate(model, ids, mask, gen_kwargs, backend=None):
-    """Greedy generate() with a StaticCache: eagerly, or with the decode step compiled by backend."""
-    import torch
-    from transformers import CompileConfig
-
-    extra = {"disable_compile": True}
-    if backend is not None:
-        # generate() keeps its StaticCache on the model (model._cache) for the next call, and checking
-        # it then fails in transformers, eagerly too, where the model never wrote some of its layers
-        # (mamba's LinearAttentionLayer, the StaticLayers of models without a KV cache): a fresh
-        # cache, as the eager run had
-        if hasattr(model, "_cache"):
-            del model._cache
-        torch._dynamo.reset()  # nothing compiled earlier in this process is reused
-        extra = {"compile_config": CompileConfig(backend=backend)}
-    torch.manual_seed(SEED)
-    with torch.no_grad():
-        out = model.generate(input_ids=ids, attention_mask=mask, cache_implementation="static", **gen_kwargs, **extra)
-    return out.sequences.to("cpu"), [t.detach().to("cpu") for t in out.logits or []]
-
-
-def _compile_error(exc: BaseException) -> str:
-    # Dynamo's advice to set TORCHDYNAMO_VERBOSE would take half of the short text
-    msg = re.sub(r"\s*Set TORCHDYNAMO_VERBOSE=1.*", "", f"{type(exc).__name__}: {exc}", flags=re.S)
-    return " ".join(msg.split())[:400]
-
-
-def _dynamo_eager_verdict(model, ids, mask, gen_kwargs, static_seq, static_steps) -> str:
-    """After a compile failure: the same generate() with Dynamo's "eager" backend (Dynamo's capture
-    and guards, the captured graph run as is, no lowering) tells a failure of the neuron backend
-    from one of Dynamo or of the model's code under Dynamo."""
-    try:
-        seq, steps = _static_generate(model, ids, mask, gen_kwargs, backend="eager")
-    except Exception as exc:  # noqa: BLE001
-        return f"raises too ({_compile_error(exc)[:120]})"
-    differ, _ = _tokens_differ(static_seq, static_steps, seq, steps, ids.shape[-1])
-    return "differs too" if differ else "agrees with eager static"
-
-
-def compiled_static_stage(model, input_ids, attention_mask, gen_kwargs: dict, stage) -> dict:
-    """HF_SWEEP_COMPILE: greedy generate() with a StaticCache on the neuron model, eagerly and then with
-    the decode step compiled by the "neuron" backend. Returns the keys for the result: static_tokens,
-    compiled_tokens, compile_problems (compiled vs eager static; with dynamo_eager, what Dynamo's
-    eager backend does then), or static_unsupported (the eager StaticCache run raised, so there is
-    nothing to compare the compiled one with)."""
-    import torch_neuronx
-
-    ids, mask = input_ids.to("neuron"), attention_mask.to("neuron")
-    prompt_len = ids.shape[-1]
-    stage(STATIC_EAGER_STAGE)
-    try:
-        static_seq, static_steps = _static_generate(model, ids, mask, gen_kwargs)
-    except Exception as exc:  # noqa: BLE001
-        return {"static_unsupported": _short(exc)[:200]}
-    out = {"static_tokens": static_seq[0, prompt_len:].tolist(), "compile_problems": []}
-
-    stage(STATIC_COMPILED_STAGE)
-    torch_neuronx.reset_compile_report()
-    try:
-        seq, steps = _static_generate(model, ids, mask, gen_kwargs, backend="neuron")
-    except Exception as exc:  # noqa: BLE001
-        out["compile_problems"].append(f"compiled generate raises {_compile_error(exc)}")
-        out["compile_where"] = _where(exc, plugin=True)
-        out["compile_trace"] = traceback.format_exc()[-4000:]
-    else:
-        out["compiled_tokens"] = seq[0, prompt_len:].tolist()
-        # generate() compiles only with a compileable cache, which some models (rwkv, xlstm, reformer,
-        # ...) never use: the count tells a compiled pass from one that ran eagerly throughout
-        out["compiled_graphs"] = len(torch_neuronx.compile_records())
-        differ, ties = _tokens_differ(static_seq, static_steps, seq, steps, prompt_len)
-        if differ:
-            out["compile_problems"].append(f"compiled tokens differ: eager static {static_seq[:, prompt_len:].tolist()}"
-                                           f" vs compiled {seq[:, prompt_len:].tolist()}")
-        notes = [] if out["compiled_graphs"] else ["generate() compiled no graph"]
-        if ties and not differ:
-            notes.append(f"near-tie at {', '.join(ties)}")
-        if notes:
-            out["compile_note"] = "compiled StaticCache: " + "; ".join(notes)
-    if out["compile_problems"]:
-        out["dynamo_eager"] = _dynamo_eager_verdict(model, ids, mask, gen_kwargs, static_seq, static_steps)
-    return out
 
 
 def run_architecture(model_type: str, stage, cpu_only: bool = False) -> dict:

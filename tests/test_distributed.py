@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 import traceback
 from datetime import timedelta
@@ -18,10 +17,10 @@ from datetime import timedelta
 import pytest
 import torch
 
+from dist_launch import SHM_DIR, free_port, save_results, shm_segments
+
 WORLD = 2
 LAUNCH_TIMEOUT = 120
-SHM_DIR = "/dev/shm"
-SHM_PREFIX = "torch_neuronx_"
 # 1 MiB slots, so the larger tensors below take several steps.
 CHILD_ENV = {"TORCH_NEURONX_DIST_SLOT_MB": "1"}
 _BASELINE_SEGMENTS: set[str] = set()  # in a rank: the segments that existed before the launch
@@ -95,7 +94,7 @@ def check_segment_unlinked(rank, dev):
     import torch.distributed as dist
 
     dist.barrier()  # rank 0 unlinks just after the last rank attached; a barrier orders that
-    leftovers = sorted(_segments() - _BASELINE_SEGMENTS)
+    leftovers = sorted(shm_segments() - _BASELINE_SEGMENTS)
     assert not leftovers, f"segments still linked after init: {leftovers}"
 
 
@@ -546,27 +545,11 @@ def _worker(rank: int, ports: list[int], out_dir: str, segments_before: list[str
             _record(results, check)
         _record(results, check_dead_rank_detected)
         if rank == 1:  # dies abruptly: no destroy, no exit handlers, as a crash would
-            _save(results, out_dir)
+            save_results(results, out_dir)
             os._exit(0)
         dist.destroy_process_group()
     finally:
-        _save(results, out_dir)
-
-
-def _save(results: dict, out_dir: str) -> None:
-    saved = {k: v for k, v in results.items() if k != "device"}
-    with open(os.path.join(out_dir, f"rank{saved['rank']}.json"), "w") as f:
-        json.dump(saved, f)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _segments() -> set[str]:
-    return {n for n in os.listdir(SHM_DIR) if n.startswith(SHM_PREFIX)} if os.path.isdir(SHM_DIR) else set()
+        save_results(results, out_dir)
 
 
 @pytest.fixture(scope="module")
@@ -575,11 +558,11 @@ def launch(tmp_path_factory):
     import torch.multiprocessing as mp
 
     out_dir = str(tmp_path_factory.mktemp("ranks"))
-    before = _segments()
+    before = shm_segments()
     saved = {k: os.environ.get(k) for k in CHILD_ENV}
     os.environ.update(CHILD_ENV)  # spawned children inherit the environment
     try:
-        context = mp.start_processes(_worker, args=([_free_port(), _free_port()], out_dir, sorted(before)), nprocs=WORLD,
+        context = mp.start_processes(_worker, args=([free_port(), free_port()], out_dir, sorted(before)), nprocs=WORLD,
                                      join=False, start_method="spawn")
         deadline = time.monotonic() + LAUNCH_TIMEOUT
         while not context.join(timeout=1):
@@ -597,7 +580,7 @@ def launch(tmp_path_factory):
     for rank in range(WORLD):
         with open(os.path.join(out_dir, f"rank{rank}.json")) as f:
             results.append(json.load(f))
-    return results, before, _segments()
+    return results, before, shm_segments()
 
 
 @pytest.mark.parametrize("check", ["check_default_backend", "check_segment_unlinked"] + [c.__name__ for c in CHECKS]

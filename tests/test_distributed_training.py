@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import socket
 import time
 import traceback
 from datetime import timedelta
@@ -31,10 +30,10 @@ from datetime import timedelta
 import pytest
 import torch
 
+from dist_launch import SHM_DIR, free_port, save_results, shm_segments
+
 WORLD = 2
 LAUNCH_TIMEOUT = 150
-SHM_DIR = "/dev/shm"
-SHM_PREFIX = "torch_neuronx_"
 SKIP = "skip: "  # a recorded outcome that starts with this is a skip, with its reason
 
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch without distributed")
@@ -465,19 +464,7 @@ def _worker(rank: int, ports: list[int], out_dir: str, inputs: dict) -> None:
         if dist.is_initialized():
             dist.destroy_process_group()
     finally:
-        saved = {k: v for k, v in results.items() if k != "device"}
-        with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
-            json.dump(saved, f)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _segments() -> set[str]:
-    return {n for n in os.listdir(SHM_DIR) if n.startswith(SHM_PREFIX)} if os.path.isdir(SHM_DIR) else set()
+        save_results(results, out_dir)
 
 
 @pytest.fixture(scope="module")
@@ -494,8 +481,8 @@ def launch(tmp_path_factory):
             if importlib.util.find_spec("accelerate") is not None:
                 inputs["trainer_reference"] = os.path.join(out_dir, "trainer_reference.pt")
                 _train_reference_on_cpu(inputs["llama"], inputs["trainer_reference"], os.path.join(out_dir, "cpu"))
-    before = _segments()
-    context = mp.start_processes(_worker, args=([_free_port(), _free_port()], out_dir, inputs), nprocs=WORLD,
+    before = shm_segments()
+    context = mp.start_processes(_worker, args=([free_port(), free_port()], out_dir, inputs), nprocs=WORLD,
                                  join=False, start_method="spawn")
     deadline = time.monotonic() + LAUNCH_TIMEOUT
     while not context.join(timeout=1):
@@ -507,7 +494,7 @@ def launch(tmp_path_factory):
     for rank in range(WORLD):
         with open(os.path.join(out_dir, f"rank{rank}.json")) as f:
             results.append(json.load(f))
-    return results, before, _segments()
+    return results, before, shm_segments()
 
 
 @pytest.mark.parametrize("check", [c.__name__ for c in PHASE1 + PHASE2])
