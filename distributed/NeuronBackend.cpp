@@ -6,7 +6,11 @@
 #include <atomic>
 #include <cstdlib>
 #include <random>
+#include <optional>
 #include <sstream>
+#include <type_traits>
+
+#include <ATen/ATen.h>
 
 #include "distributed/HostBuffer.h"
 #include "distributed/NeuronWork.h"
@@ -122,12 +126,56 @@ std::vector<at::Tensor> pieces(const at::Tensor& flat, int size) {
   return result;
 }
 
+// What the shared-memory collectives reduce with: PREMUL_SUM (NCCL's and
+// FSDP2's pre-scaled sum) is a SUM over inputs multiplied by its factor first.
+struct Reduction {
+  c10d::ReduceOp::RedOpType op;
+  std::optional<double> factor;
+};
+
+Reduction reductionOf(const c10d::ReduceOp& reduce_op, at::ScalarType dtype) {
+  if (reduce_op.op_ != c10d::ReduceOp::PREMUL_SUM) return {reduce_op.op_, std::nullopt};
+  TORCH_CHECK(at::isFloatingType(dtype) || at::isComplexType(dtype),
+              "ReduceOp PREMUL_SUM needs floating-point tensors, got ", dtype);
+  const auto* supplement = dynamic_cast<const c10d::PreMulSumSupplement*>(reduce_op.supplement_.get());
+  TORCH_CHECK(supplement, "ReduceOp PREMUL_SUM carries no factor");
+  const double factor =
+      supplement->tensor_factor.defined() ? supplement->tensor_factor.item<double>() : supplement->double_factor;
+  return {c10d::ReduceOp::SUM, factor};
+}
+
+// The contribution of `flat` to a reduction: itself, or a scaled copy for PREMUL_SUM.
+at::Tensor contribution(const at::Tensor& flat, const Reduction& reduction) {
+  return reduction.factor ? flat.mul(*reduction.factor) : flat;
+}
+
+std::vector<at::Tensor> contributions(const std::vector<at::Tensor>& flats, const Reduction& reduction) {
+  std::vector<at::Tensor> result;
+  for (const auto& f : flats) result.push_back(contribution(f, reduction));
+  return result;
+}
+
+void allreduceOne(ShmCollectives& collectives, const at::Tensor& tensor, const Reduction& reduction) {
+  HostBuffer buffer(tensor);
+  if (reduction.factor) buffer.flat().mul_(*reduction.factor);
+  collectives.allreduce(buffer.flat(), reduction.op);
+  buffer.writeBack();
+}
+
+at::ScalarType dtypeOf(const std::vector<at::Tensor>& tensors) {
+  return tensors.empty() ? at::kFloat : tensors[0].scalar_type();
+}
+
 }  // namespace
+
+NeuronBackend::Channels::Channels(ShmTransport transport)
+    : collectives(std::move(transport)), p2p(collectives.transport()) {}
 
 NeuronBackend::NeuronBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                              std::chrono::milliseconds timeout)
-    : c10d::Backend(rank, size), timeout_(timeout), collectives_(connect(*store, rank, size, timeout)),
-      p2p_(collectives_.transport()) {}
+    : c10d::Backend(rank, size),
+      timeout_(timeout),
+      channels_(std::make_shared<Channels>(connect(*store, rank, size, timeout))) {}
 
 c10::intrusive_ptr<c10d::Backend::Options> NeuronBackend::getBackendOptions() {
   return c10::make_intrusive<Options>("neuron", timeout_);
@@ -159,45 +207,59 @@ void NeuronBackend::setTimeout(std::chrono::milliseconds timeout) {
 template <typename Body>
 c10::intrusive_ptr<c10d::Work> NeuronBackend::run(c10d::OpType op, std::chrono::milliseconds timeout,
                                                   std::vector<at::Tensor> outputs, Body body) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  collectives_.transport().setTimeout(timeout == c10d::kUnsetTimeout ? timeout_ : timeout);
-  try {
-    body();
-  } catch (const TransportError& e) {
-    C10_THROW_ERROR(DistBackendError, e.what());
+  auto work = c10::make_intrusive<NeuronWork>(getRank(), op, std::move(outputs));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (timeout == c10d::kUnsetTimeout) timeout = timeout_;
   }
-  return c10::make_intrusive<NeuronWork>(getRank(), op, std::move(outputs));
+  queue_.submit([channels = channels_, work, timeout, body = std::move(body)]() mutable {
+    channels->collectives.transport().setTimeout(timeout);
+    try {
+      if constexpr (std::is_void_v<std::invoke_result_t<Body&, Channels&>>) {
+        body(*channels);
+        work->complete();
+      } else {
+        work->complete(body(*channels));  // a recv from any source: where its message came from
+      }
+    } catch (const TransportError& e) {
+      try {
+        C10_THROW_ERROR(DistBackendError, e.what());
+      } catch (...) {
+        work->fail(std::current_exception());
+      }
+    } catch (...) {
+      work->fail(std::current_exception());
+    }
+  });
+  return work;
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                         const c10d::BroadcastOptions& opts) {
   TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < getSize(), "broadcast: invalid root rank ", opts.rootRank);
-  return run(c10d::OpType::BROADCAST, opts.timeout, tensors, [&] {
+  const int root = static_cast<int>(opts.rootRank);
+  return run(c10d::OpType::BROADCAST, opts.timeout, tensors, [tensors, root](Channels& c) {
     for (const auto& t : tensors) {
       HostBuffer buffer(t);
-      collectives_.broadcast(buffer.flat(), static_cast<int>(opts.rootRank));
+      c.collectives.broadcast(buffer.flat(), root);
       buffer.writeBack();
     }
   });
 }
 
-void NeuronBackend::allreduceOne(const at::Tensor& tensor, c10d::ReduceOp::RedOpType op) {
-  HostBuffer buffer(tensor);
-  collectives_.allreduce(buffer.flat(), op);
-  buffer.writeBack();
-}
-
 c10::intrusive_ptr<c10d::Work> NeuronBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::AllreduceOptions& opts) {
-  return run(c10d::OpType::ALLREDUCE, opts.timeout, tensors, [&] {
-    for (const auto& t : tensors) allreduceOne(t, opts.reduceOp);
+  const Reduction reduction = reductionOf(opts.reduceOp, dtypeOf(tensors));
+  return run(c10d::OpType::ALLREDUCE, opts.timeout, tensors, [tensors, reduction](Channels& c) {
+    for (const auto& t : tensors) allreduceOne(c.collectives, t, reduction);
   });
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                   const c10d::AllreduceCoalescedOptions& opts) {
-  return run(c10d::OpType::ALLREDUCE_COALESCED, opts.timeout, tensors, [&] {
-    for (const auto& t : tensors) allreduceOne(t, opts.reduceOp);
+  const Reduction reduction = reductionOf(opts.reduceOp, dtypeOf(tensors));
+  return run(c10d::OpType::ALLREDUCE_COALESCED, opts.timeout, tensors, [tensors, reduction](Channels& c) {
+    for (const auto& t : tensors) allreduceOne(c.collectives, t, reduction);
   });
 }
 
@@ -208,23 +270,25 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::allgather(std::vector<std::vector<
   TORCH_CHECK(static_cast<int>(outputs[0].size()) == getSize(), "all_gather: expected ", getSize(),
               " output tensors, got ", outputs[0].size());
   for (const auto& out : outputs[0]) checkSameKind(out, inputs[0], inputs[0].numel(), "all_gather output");
-  return run(c10d::OpType::ALLGATHER, opts.timeout, outputs[0], [&] {
-    HostBuffer input(inputs[0]);
-    std::vector<HostBuffer> outs(outputs[0].begin(), outputs[0].end());
-    collectives_.allgather(input.flat(), flats(outs));
-    writeBack(outs);
-  });
+  return run(c10d::OpType::ALLGATHER, opts.timeout, outputs[0],
+             [input = inputs[0], outputs = outputs[0]](Channels& c) {
+               HostBuffer in(input);
+               std::vector<HostBuffer> outs(outputs.begin(), outputs.end());
+               c.collectives.allgather(in.flat(), flats(outs));
+               writeBack(outs);
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                               const c10d::AllgatherOptions& opts) {
   checkSameKind(output, input, input.numel() * getSize(), "all_gather_into_tensor output");
-  return run(c10d::OpType::_ALLGATHER_BASE, opts.timeout, {output}, [&] {
-    HostBuffer in(input);
-    HostBuffer out(output);
-    collectives_.allgather(in.flat(), pieces(out.flat(), getSize()));
-    out.writeBack();
-  });
+  return run(c10d::OpType::_ALLGATHER_BASE, opts.timeout, {output},
+             [input, output, size = getSize()](Channels& c) {
+               HostBuffer in(input);
+               HostBuffer out(output);
+               c.collectives.allgather(in.flat(), pieces(out.flat(), size));
+               out.writeBack();
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
@@ -234,23 +298,28 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce_scatter(std::vector<at::Ten
   TORCH_CHECK(static_cast<int>(inputs[0].size()) == getSize(), "reduce_scatter: expected ", getSize(),
               " input tensors, got ", inputs[0].size());
   for (const auto& in : inputs[0]) checkSameKind(in, outputs[0], outputs[0].numel(), "reduce_scatter input");
-  return run(c10d::OpType::REDUCE_SCATTER, opts.timeout, outputs, [&] {
-    std::vector<HostBuffer> ins(inputs[0].begin(), inputs[0].end());
-    HostBuffer out(outputs[0]);
-    collectives_.reduceScatter(flats(ins), out.flat(), opts.reduceOp);
-    out.writeBack();
-  });
+  const Reduction reduction = reductionOf(opts.reduceOp, outputs[0].scalar_type());
+  return run(c10d::OpType::REDUCE_SCATTER, opts.timeout, outputs,
+             [inputs = inputs[0], output = outputs[0], reduction](Channels& c) {
+               std::vector<HostBuffer> ins(inputs.begin(), inputs.end());
+               HostBuffer out(output);
+               c.collectives.reduceScatter(contributions(flats(ins), reduction), out.flat(), reduction.op);
+               out.writeBack();
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                    const c10d::ReduceScatterOptions& opts) {
   checkSameKind(input, output, output.numel() * getSize(), "reduce_scatter_tensor input");
-  return run(c10d::OpType::_REDUCE_SCATTER_BASE, opts.timeout, {output}, [&] {
-    HostBuffer in(input);
-    HostBuffer out(output);
-    collectives_.reduceScatter(pieces(in.flat(), getSize()), out.flat(), opts.reduceOp);
-    out.writeBack();
-  });
+  const Reduction reduction = reductionOf(opts.reduceOp, output.scalar_type());
+  return run(c10d::OpType::_REDUCE_SCATTER_BASE, opts.timeout, {output},
+             [input, output, reduction, size = getSize()](Channels& c) {
+               HostBuffer in(input);
+               HostBuffer out(output);
+               c.collectives.reduceScatter(pieces(contribution(in.flat(), reduction), size), out.flat(),
+                                           reduction.op);
+               out.writeBack();
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
@@ -261,14 +330,15 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::allgather_into_tensor_coalesced(st
   for (size_t i = 0; i < inputs.size(); ++i) {
     checkSameKind(outputs[i], inputs[i], inputs[i].numel() * getSize(), "all_gather_into_tensor_coalesced output");
   }
-  return run(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, opts.timeout, outputs, [&] {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      HostBuffer in(inputs[i]);
-      HostBuffer out(outputs[i]);
-      collectives_.allgather(in.flat(), pieces(out.flat(), getSize()));
-      out.writeBack();
-    }
-  });
+  return run(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, opts.timeout, outputs,
+             [inputs, outputs, size = getSize()](Channels& c) {
+               for (size_t i = 0; i < inputs.size(); ++i) {
+                 HostBuffer in(inputs[i]);
+                 HostBuffer out(outputs[i]);
+                 c.collectives.allgather(in.flat(), pieces(out.flat(), size));
+                 out.writeBack();
+               }
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
@@ -279,14 +349,17 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce_scatter_tensor_coalesced(st
   for (size_t i = 0; i < inputs.size(); ++i) {
     checkSameKind(inputs[i], outputs[i], outputs[i].numel() * getSize(), "reduce_scatter_tensor_coalesced input");
   }
-  return run(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, opts.timeout, outputs, [&] {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      HostBuffer in(inputs[i]);
-      HostBuffer out(outputs[i]);
-      collectives_.reduceScatter(pieces(in.flat(), getSize()), out.flat(), opts.reduceOp);
-      out.writeBack();
-    }
-  });
+  const Reduction reduction = reductionOf(opts.reduceOp, dtypeOf(outputs));
+  return run(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, opts.timeout, outputs,
+             [inputs, outputs, reduction, size = getSize()](Channels& c) {
+               for (size_t i = 0; i < inputs.size(); ++i) {
+                 HostBuffer in(inputs[i]);
+                 HostBuffer out(outputs[i]);
+                 c.collectives.reduceScatter(pieces(contribution(in.flat(), reduction), size), out.flat(),
+                                             reduction.op);
+                 out.writeBack();
+               }
+             });
 }
 
 void NeuronBackend::checkRoot(int64_t root, const char* what) const {
@@ -296,13 +369,21 @@ void NeuronBackend::checkRoot(int64_t root, const char* what) const {
 c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce(std::vector<at::Tensor>& tensors,
                                                      const c10d::ReduceOptions& opts) {
   checkRoot(opts.rootRank, "reduce");
-  return run(c10d::OpType::REDUCE, opts.timeout, tensors, [&] {
-    for (const auto& t : tensors) {
-      HostBuffer buffer(t);
-      collectives_.reduce(buffer.flat(), static_cast<int>(opts.rootRank), opts.reduceOp);
-      buffer.writeBack();
-    }
-  });
+  const Reduction reduction = reductionOf(opts.reduceOp, dtypeOf(tensors));
+  return run(c10d::OpType::REDUCE, opts.timeout, tensors,
+             [tensors, reduction, root = static_cast<int>(opts.rootRank)](Channels& c) {
+               for (const auto& t : tensors) {
+                 HostBuffer buffer(t);
+                 if (!reduction.factor) {
+                   c.collectives.reduce(buffer.flat(), root, reduction.op);
+                 } else {  // the other ranks' tensors stay as they were: reduce a scaled copy
+                   at::Tensor scaled = contribution(buffer.flat(), reduction);
+                   c.collectives.reduce(scaled, root, reduction.op);
+                   if (c.collectives.transport().rank() == root) buffer.flat().copy_(scaled);
+                 }
+                 buffer.writeBack();
+               }
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -315,12 +396,13 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::gather(std::vector<std::vector<at:
   TORCH_CHECK(!root || static_cast<int>(outs.size()) == getSize(), "gather: expected ", getSize(),
               " output tensors on the root, got ", outs.size());
   for (const auto& out : outs) checkSameKind(out, inputs[0], inputs[0].numel(), "gather output");
-  return run(c10d::OpType::GATHER, opts.timeout, outs, [&] {
-    HostBuffer input(inputs[0]);
-    std::vector<HostBuffer> buffers(outs.begin(), outs.end());
-    collectives_.gather(input.flat(), flats(buffers), static_cast<int>(opts.rootRank));
-    writeBack(buffers);
-  });
+  return run(c10d::OpType::GATHER, opts.timeout, outs,
+             [input = inputs[0], outs, root = static_cast<int>(opts.rootRank)](Channels& c) {
+               HostBuffer in(input);
+               std::vector<HostBuffer> buffers(outs.begin(), outs.end());
+               c.collectives.gather(in.flat(), flats(buffers), root);
+               writeBack(buffers);
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::gather_into_tensor(at::Tensor& output, at::Tensor& input,
@@ -328,13 +410,14 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::gather_into_tensor(at::Tensor& out
   checkRoot(opts.rootRank, "gather_single");
   const bool root = getRank() == opts.rootRank;
   if (root) checkSameKind(output, input, input.numel() * getSize(), "gather_single output");
-  return run(c10d::OpType::GATHER, opts.timeout, {output}, [&] {
-    HostBuffer in(input);
-    if (!root) return collectives_.gather(in.flat(), {}, static_cast<int>(opts.rootRank));
-    HostBuffer out(output);
-    collectives_.gather(in.flat(), pieces(out.flat(), getSize()), static_cast<int>(opts.rootRank));
-    out.writeBack();
-  });
+  return run(c10d::OpType::GATHER, opts.timeout, {output},
+             [input, output, root, root_rank = static_cast<int>(opts.rootRank), size = getSize()](Channels& c) {
+               HostBuffer in(input);
+               if (!root) return c.collectives.gather(in.flat(), {}, root_rank);
+               HostBuffer out(output);
+               c.collectives.gather(in.flat(), pieces(out.flat(), size), root_rank);
+               out.writeBack();
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::scatter(std::vector<at::Tensor>& outputs,
@@ -347,12 +430,13 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::scatter(std::vector<at::Tensor>& o
   TORCH_CHECK(!root || static_cast<int>(ins.size()) == getSize(), "scatter: expected ", getSize(),
               " input tensors on the root, got ", ins.size());
   for (const auto& in : ins) checkSameKind(in, outputs[0], outputs[0].numel(), "scatter input");
-  return run(c10d::OpType::SCATTER, opts.timeout, outputs, [&] {
-    std::vector<HostBuffer> buffers(ins.begin(), ins.end());
-    HostBuffer out(outputs[0]);
-    collectives_.scatter(flats(buffers), out.flat(), static_cast<int>(opts.rootRank));
-    out.writeBack();
-  });
+  return run(c10d::OpType::SCATTER, opts.timeout, outputs,
+             [ins, output = outputs[0], root = static_cast<int>(opts.rootRank)](Channels& c) {
+               std::vector<HostBuffer> buffers(ins.begin(), ins.end());
+               HostBuffer out(output);
+               c.collectives.scatter(flats(buffers), out.flat(), root);
+               out.writeBack();
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -361,14 +445,15 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::alltoall_base(at::Tensor& output, 
                                                             const c10d::AllToAllOptions& opts) {
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), "all_to_all_single: input is ", input.scalar_type(),
               " but output is ", output.scalar_type());
-  const auto out_sizes = splitSizes(output_split_sizes, output, getSize(), "output");
-  const auto in_sizes = splitSizes(input_split_sizes, input, getSize(), "input");
-  return run(c10d::OpType::ALLTOALL_BASE, opts.timeout, {output}, [&] {
-    HostBuffer in(input);
-    HostBuffer out(output);
-    collectives_.alltoall(splitPieces(in.flat(), in_sizes), splitPieces(out.flat(), out_sizes));
-    out.writeBack();
-  });
+  auto out_sizes = splitSizes(output_split_sizes, output, getSize(), "output");
+  auto in_sizes = splitSizes(input_split_sizes, input, getSize(), "input");
+  return run(c10d::OpType::ALLTOALL_BASE, opts.timeout, {output},
+             [input, output, in_sizes = std::move(in_sizes), out_sizes = std::move(out_sizes)](Channels& c) {
+               HostBuffer in(input);
+               HostBuffer out(output);
+               c.collectives.alltoall(splitPieces(in.flat(), in_sizes), splitPieces(out.flat(), out_sizes));
+               out.writeBack();
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::alltoall(std::vector<at::Tensor>& outputs,
@@ -379,44 +464,49 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::alltoall(std::vector<at::Tensor>& 
               outputs.size());
   for (const auto& t : inputs) checkSameKind(t, outputs[0], t.numel(), "all_to_all input");
   for (const auto& t : outputs) checkSameKind(t, outputs[0], t.numel(), "all_to_all output");
-  return run(c10d::OpType::ALLTOALL, opts.timeout, outputs, [&] {
+  return run(c10d::OpType::ALLTOALL, opts.timeout, outputs, [inputs, outputs](Channels& c) {
     std::vector<HostBuffer> ins(inputs.begin(), inputs.end());
     std::vector<HostBuffer> outs(outputs.begin(), outputs.end());
-    collectives_.alltoall(flats(ins), flats(outs));
+    c.collectives.alltoall(flats(ins), flats(outs));
     writeBack(outs);
   });
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
   TORCH_CHECK(dst >= 0 && dst < getSize() && dst != getRank(), "send: invalid destination rank ", dst);
-  return run(c10d::OpType::SEND, c10d::kUnsetTimeout, tensors, [&] {
-    for (const auto& t : tensors) p2p_.send(HostBuffer(t).flat(), dst, tag);
+  return run(c10d::OpType::SEND, c10d::kUnsetTimeout, tensors, [tensors, dst, tag](Channels& c) {
+    for (const auto& t : tensors) c.p2p.send(HostBuffer(t).flat(), dst, tag);
   });
 }
 
-int NeuronBackend::recvFrom(const std::vector<at::Tensor>& tensors, int src, int tag) {
+namespace {
+
+// Receives every tensor from `src` (-1: any rank); returns the rank they came from.
+int receive(PointToPoint& p2p, const std::vector<at::Tensor>& tensors, int src, int tag) {
   int from = src;
   for (const auto& t : tensors) {
     HostBuffer buffer(t);
-    from = p2p_.recv(buffer.flat(), from, tag);  // the later tensors come from the same rank
+    from = p2p.recv(buffer.flat(), from, tag);  // the later tensors come from the same rank
     buffer.writeBack();
   }
   return from;
 }
 
+}  // namespace
+
 c10::intrusive_ptr<c10d::Work> NeuronBackend::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
   TORCH_CHECK(src >= 0 && src < getSize() && src != getRank(), "recv: invalid source rank ", src);
-  return run(c10d::OpType::RECV, c10d::kUnsetTimeout, tensors, [&] { recvFrom(tensors, src, tag); });
+  return run(c10d::OpType::RECV, c10d::kUnsetTimeout, tensors,
+             [tensors, src, tag](Channels& c) { receive(c.p2p, tensors, src, tag); });
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
-  int from = -1;
-  run(c10d::OpType::RECVANYSOURCE, c10d::kUnsetTimeout, tensors, [&] { from = recvFrom(tensors, -1, tag); });
-  return c10::make_intrusive<NeuronWork>(getRank(), c10d::OpType::RECVANYSOURCE, tensors, from);
+  return run(c10d::OpType::RECVANYSOURCE, c10d::kUnsetTimeout, tensors,
+             [tensors, tag](Channels& c) { return receive(c.p2p, tensors, -1, tag); });
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::barrier(const c10d::BarrierOptions& opts) {
-  return run(c10d::OpType::BARRIER, opts.timeout, {}, [&] { collectives_.barrier(); });
+  return run(c10d::OpType::BARRIER, opts.timeout, {}, [](Channels& c) { c.collectives.barrier(); });
 }
 
 }  // namespace torch_neuronx::distributed

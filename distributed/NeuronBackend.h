@@ -1,14 +1,18 @@
 // The "neuron" c10d backend: collectives between ranks on one host over shared
-// memory. Tensors may be neuron or CPU tensors, contiguous or not. Collectives
-// run synchronously on the calling thread and return completed NeuronWork.
+// memory. Tensors may be neuron or CPU tensors, contiguous or not. Arguments
+// are checked on the calling thread (errors raise at the call); the
+// collective itself runs on the group's CollectiveQueue and the returned
+// NeuronWork completes when it is done (errors raise at wait()).
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
+#include <memory>
 #include <mutex>
 
+#include "distributed/CollectiveQueue.h"
 #include "distributed/PointToPoint.h"
 #include "distributed/ShmCollectives.h"
 
@@ -73,19 +77,25 @@ class NeuronBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
  private:
-  // Runs `body` under the group lock with the op's timeout, turns transport
-  // failures into DistBackendError, and returns completed work over `outputs`.
+  // What the worker moves data through; shared with the queued tasks.
+  struct Channels {
+    explicit Channels(ShmTransport transport);
+    ShmCollectives collectives;
+    PointToPoint p2p;  // over collectives' transport
+  };
+
+  // Queues `body(channels)` with the op's timeout and returns its work over
+  // `outputs`; transport failures fail the work with a DistBackendError. A
+  // body that returns an int reports the rank a recv got its message from.
   template <typename Body>
   c10::intrusive_ptr<c10d::Work> run(c10d::OpType op, std::chrono::milliseconds timeout,
                                      std::vector<at::Tensor> outputs, Body body);
-  void allreduceOne(const at::Tensor& tensor, c10d::ReduceOp::RedOpType op);
   void checkRoot(int64_t root, const char* what) const;
-  int recvFrom(const std::vector<at::Tensor>& tensors, int src, int tag);
 
+  std::mutex mutex_;  // guards timeout_
   std::chrono::milliseconds timeout_;
-  std::mutex mutex_;  // one collective at a time: steps are numbered per group
-  ShmCollectives collectives_;
-  PointToPoint p2p_;  // over collectives_'s transport
+  std::shared_ptr<Channels> channels_;
+  CollectiveQueue queue_;  // declared last: its worker stops before the rest goes
 };
 
 }  // namespace torch_neuronx::distributed

@@ -19,15 +19,26 @@ std::vector<c10::Device> devicesOf(const std::vector<at::Tensor>& tensors) {
 
 }  // namespace
 
-NeuronWork::NeuronWork(int rank, c10d::OpType op, std::vector<at::Tensor> outputs, int source_rank)
-    : c10d::Work(rank, op), outputs_(std::move(outputs)), source_rank_(source_rank) {
+NeuronWork::NeuronWork(int rank, c10d::OpType op, std::vector<at::Tensor> outputs)
+    : c10d::Work(rank, op), outputs_(std::move(outputs)) {
   future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
                                                      devicesOf(outputs_));
-  future_->markCompleted(c10::IValue(outputs_));
+}
+
+void NeuronWork::complete(int source_rank) {
+  source_rank_ = source_rank;
   finish();
+  future_->markCompleted(c10::IValue(outputs_));
+}
+
+void NeuronWork::fail(std::exception_ptr error) {
+  finish(error);
+  future_->setError(error);
 }
 
 int NeuronWork::sourceRank() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(completed_ && !exception_, "sourceRank() is only available once the recv has completed (wait() first)");
   TORCH_CHECK(source_rank_ >= 0, "sourceRank() is only available for a recv from any source");
   return source_rank_;
 }

@@ -1,22 +1,30 @@
-// The Work of a neuron collective. Collectives run when they are called (the
-// emulated cores execute inline), so the work is complete when it is returned;
-// its future carries the output tensors, which DDP communication hooks read.
+// The Work of a neuron collective. The collective runs on the group's
+// CollectiveQueue; the worker completes the work (or fails it with the
+// collective's error) and then its future, which carries the output tensors
+// for DDP communication hooks.
+//
+// wait() blocks the calling thread until the collective is done. The emulated
+// cores execute every stream's work at submission, so a stream "waits" when
+// its host thread does: work queued on any stream after wait() returns sees
+// the collective's results, as after NCCL's stream wait.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <exception>
 #include <vector>
 
 namespace torch_neuronx::distributed {
 
 class NeuronWork : public c10d::Work {
  public:
-  // source_rank: where a recv's message came from (recv from any source), or -1.
-  NeuronWork(int rank, c10d::OpType op, std::vector<at::Tensor> outputs, int source_rank = -1);
+  NeuronWork(int rank, c10d::OpType op, std::vector<at::Tensor> outputs);
 
-  bool isCompleted() override { return true; }
-  bool isSuccess() const override { return true; }
-  bool wait(std::chrono::milliseconds timeout) override { return true; }
+  // From the worker: the collective finished. source_rank: where a recv from
+  // any source got its message, else -1.
+  void complete(int source_rank = -1);
+  void fail(std::exception_ptr error);
+
   void synchronize() override {}
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
@@ -24,7 +32,7 @@ class NeuronWork : public c10d::Work {
 
  private:
   std::vector<at::Tensor> outputs_;
-  int source_rank_;
+  int source_rank_ = -1;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 

@@ -227,6 +227,64 @@ def check_barrier_and_future(rank, dev):
     assert_same(doubled, torch.full((3,), 6.0), "future value")
 
 
+def check_async_overlap(rank, dev):
+    """async_op=True returns at once: the caller works on while a peer is late, and wait() gives the result."""
+    import torch.distributed as dist
+
+    dist.barrier()
+    t = torch.full((1000,), float(rank + 1), device=dev)
+    if rank == 1:
+        time.sleep(1.0)  # rank 0's all_reduce cannot finish before this
+    work = dist.all_reduce(t, async_op=True)
+    if rank == 0:
+        assert not work.is_completed(), "an async all_reduce completed before its peer joined"
+        assert (torch.ones(4, device=dev) * 3).sum().item() == 12  # device work meanwhile
+    assert work.wait()
+    assert work.is_completed() and work.is_success()
+    assert_same(t, torch.full((1000,), 3.0), "async all_reduce")
+
+
+def check_async_in_order(rank, dev):
+    """Collectives in flight complete in the order they were issued: waiting on the last waits for all."""
+    import torch.distributed as dist
+
+    big = rank_input(rank, BIG, torch.float32).to(dev)
+    small = torch.arange(10, device=dev) + 100 * rank
+    peak = torch.tensor([rank * 7.0], device=dev)
+    works = [dist.all_reduce(big, async_op=True), dist.broadcast(small, src=1, async_op=True),
+             dist.all_reduce(peak, op=dist.ReduceOp.MAX, async_op=True)]
+    works[-1].wait()
+    assert all(w.is_completed() for w in works), "a later collective completed before an earlier one"
+    assert_same(big, reference_reduce([rank_input(r, BIG, torch.float32) for r in range(WORLD)], "SUM"), "first")
+    assert_same(small, torch.arange(10) + 100, "second")
+    assert_same(peak, torch.tensor([7.0 * (WORLD - 1)]), "third")
+
+
+def check_premul_sum(rank, dev):
+    """ReduceOp.PREMUL_SUM (FSDP2's gradient divide factor): sum of inputs scaled first; inputs stay unchanged."""
+    import torch.distributed as dist
+
+    inputs = [rank_input(r, 1000, torch.float32) for r in range(WORLD)]
+    t = inputs[rank].to(dev)
+    dist.all_reduce(t, op=dist.ReduceOp.PREMUL_SUM(0.25))
+    assert_same(t, reference_reduce([x * 0.25 for x in inputs], "SUM"), "all_reduce PREMUL_SUM")
+
+    factor = torch.tensor(0.5, device=dev)  # a tensor factor, as NCCL also takes
+    full = [rank_input(r, 200 * WORLD, torch.float32) for r in range(WORLD)]
+    source = full[rank].to(dev)
+    out = torch.empty(200, device=dev)
+    dist.reduce_scatter_tensor(out, source, op=dist.ReduceOp.PREMUL_SUM(factor))
+    expected = reference_reduce([x * 0.5 for x in full], "SUM")[rank * 200:(rank + 1) * 200]
+    assert_same(out, expected, "reduce_scatter_tensor PREMUL_SUM")
+    assert_same(source, full[rank], "reduce_scatter_tensor input after PREMUL_SUM")
+
+    kept = inputs[rank].to(dev)
+    dist.reduce(kept, dst=0, op=dist.ReduceOp.PREMUL_SUM(0.25))
+    assert_same(kept, reference_reduce([x * 0.25 for x in inputs], "SUM") if rank == 0 else inputs[rank], "reduce")
+    with pytest.raises(RuntimeError, match="PREMUL_SUM needs floating-point tensors"):
+        dist.all_reduce(torch.ones(2, dtype=torch.int64, device=dev), op=dist.ReduceOp.PREMUL_SUM(2.0))
+
+
 def check_mismatch_raises(rank, dev):
     """Different sizes on different ranks: the same clear error on every rank, and the group stays usable."""
     import torch.distributed as dist
@@ -237,6 +295,11 @@ def check_mismatch_raises(rank, dev):
         dist.all_reduce(t)
     with pytest.raises(RuntimeError, match="BAND needs an integer or bool tensor"):
         dist.all_reduce(torch.ones(2, device=dev), op=dist.ReduceOp.BAND)
+    # An async collective raises at wait(), not at the call.
+    work = dist.all_reduce(torch.ones(5 + rank, device=dev), async_op=True)
+    with pytest.raises(RuntimeError, match="mismatched collectives"):
+        work.wait()
+    assert work.is_completed() and not work.is_success()
     t = torch.ones(4, device=dev)
     dist.all_reduce(t)
     assert_same(t, torch.full((4,), 2.0), "all_reduce after a mismatch")
@@ -508,7 +571,8 @@ def check_ddp_find_unused_parameters(rank, dev):
 
 CHECKS = [check_broadcast, check_all_reduce_ops, check_all_reduce_large_and_strided, check_cpu_tensors,
           check_all_reduce_coalesced, check_all_gather, check_all_gather_into_tensor, check_reduce_scatter,
-          check_reduce_scatter_tensor, check_barrier_and_future, check_mismatch_raises, check_reduce, check_gather,
+          check_reduce_scatter_tensor, check_barrier_and_future, check_async_overlap, check_async_in_order,
+          check_premul_sum, check_mismatch_raises, check_reduce, check_gather,
           check_scatter, check_all_to_all_single, check_all_to_all_list, check_all_to_all_mismatch_raises,
           check_coalesced_single_tensor, check_send_recv, check_recv_times_out, check_ddp, check_ddp_comm_hook,
           check_ddp_find_unused_parameters, check_missing_rank_times_out]

@@ -151,6 +151,74 @@ def check_fsdp2_llama(rank, dev):
     _assert_trained_alike(results, atol=5e-5, rtol=1e-3)
 
 
+def _mixed_precision_reference(make, batches, loss_fn, lr, divide):
+    """What FSDP2 with bf16 parameters and fp32 gradient reduction computes, in one CPU process.
+
+    Per step, every rank's half of the batch runs forward and backward on a bf16 copy of the fp32 parameters;
+    the bf16 gradients are summed in fp32 and divided by `divide`; SGD updates the fp32 parameters (SGD, not
+    Adam: Adam's normalised step turns bf16 rounding noise in near-zero gradients into full-size steps).
+    """
+    import copy
+
+    torch.manual_seed(0)
+    reference = make()
+    initial = {n: p.detach().clone() for n, p in reference.named_parameters()}
+    opt = torch.optim.SGD(reference.parameters(), lr=lr)
+    for batch in batches:
+        half = batch[0].shape[0] // WORLD
+        total = [torch.zeros_like(p) for p in reference.parameters()]
+        for r in range(WORLD):
+            low = copy.deepcopy(reference).to(torch.bfloat16)
+            loss_fn(low, *(b[r * half:(r + 1) * half].to(torch.bfloat16) for b in batch)).backward()
+            for acc, p in zip(total, low.parameters()):
+                acc.add_(p.grad.float())
+        for p, g in zip(reference.parameters(), total):
+            p.grad = g / divide
+        opt.step()
+        opt.zero_grad()
+    return reference, initial
+
+
+def check_fsdp2_mixed_precision(rank, dev):
+    """fully_shard with bf16 parameters, fp32 gradient reduction and a gradient divide factor (PREMUL_SUM)."""
+    from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
+
+    g = torch.Generator().manual_seed(7)
+    batches = [(torch.randn(8, 12, generator=g), torch.randn(8, 5, generator=g)) for _ in range(3)]
+    divide = 2.0 * WORLD  # not the group size, so FSDP2 reduce-scatters with PREMUL_SUM(1 / divide)
+
+    def loss_fn(model, x, y):
+        return torch.nn.functional.mse_loss(model(x).float(), y.float())
+
+    reference, initial = _mixed_precision_reference(_mlp, batches, loss_fn, 1.0, divide)
+    torch.manual_seed(0)
+    model = _mlp().to(dev)
+    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for block in list(model)[:2]:
+        fully_shard(block, mp_policy=policy)
+    fully_shard(model, mp_policy=policy)
+    for module in model.modules():
+        if isinstance(module, FSDPModule):
+            module.set_gradient_divide_factor(divide)
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    for batch in batches:
+        half = batch[0].shape[0] // WORLD
+        loss_fn(model, *(b[rank * half:(rank + 1) * half].to(dev) for b in batch)).backward()
+        for name, p in model.named_parameters():
+            assert p.grad.dtype == torch.float32, (name, p.grad.dtype)  # reduced in fp32, kept in fp32
+        opt.step()
+        opt.zero_grad()
+    refs = dict(reference.named_parameters())
+    moved = 0.0
+    for name, p in model.named_parameters():
+        got = p.full_tensor().cpu()
+        assert got.dtype == torch.float32, (name, got.dtype)
+        # bf16 keeps 8 bits: parameters near 0.3 round at about 1e-3 in either computation.
+        torch.testing.assert_close(got, refs[name].detach(), atol=5e-3, rtol=2e-2, msg=lambda m: f"{name}: {m}")
+        moved = max(moved, (refs[name] - initial[name]).abs().max().item())
+    assert moved > 0.1, f"training barely moved the parameters ({moved}); the comparison proves nothing"
+
+
 # ---------------------------------------------------------------- DTensor / DeviceMesh
 
 def _placements():
@@ -423,7 +491,7 @@ def check_trainer_ddp(rank, dev):
     moved = max((reference["params"][n] - init[n].detach()).abs().max().item() for n in params)
     assert moved > 20 * 1e-4, f"training barely moved the parameters ({moved}); the comparison proves nothing"
 
-PHASE1 = [check_fsdp2_mlp, check_fsdp2_llama, check_dtensor_distribute_redistribute, check_dtensor_sharded_matmul,
+PHASE1 = [check_fsdp2_mlp, check_fsdp2_llama, check_fsdp2_mixed_precision, check_dtensor_distribute_redistribute, check_dtensor_sharded_matmul,
           check_device_mesh_split, check_tp_llama]
 PHASE2 = [check_accelerate, check_trainer_ddp]
 
