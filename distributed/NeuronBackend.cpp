@@ -12,6 +12,7 @@
 
 #include <ATen/ATen.h>
 
+#include "distributed/CollectiveArgs.h"
 #include "distributed/HostBuffer.h"
 #include "distributed/NeuronWork.h"
 
@@ -68,102 +69,11 @@ ShmTransport connect(c10d::Store& store, int rank, int size, std::chrono::millis
   }
 }
 
-void checkSameKind(const at::Tensor& t, const at::Tensor& reference, int64_t numel, const char* what) {
-  TORCH_CHECK(t.scalar_type() == reference.scalar_type(), what, ": expected dtype ", reference.scalar_type(),
-              ", got ", t.scalar_type());
-  TORCH_CHECK(t.numel() == numel, what, ": expected ", numel, " elements, got ", t.numel());
-}
-
-std::vector<at::Tensor> flats(const std::vector<HostBuffer>& buffers) {
-  std::vector<at::Tensor> result;
-  for (const auto& b : buffers) result.push_back(b.flat());
-  return result;
-}
-
-void writeBack(const std::vector<HostBuffer>& buffers) {
-  for (const auto& b : buffers) b.writeBack();
-}
-
-// Pieces of a flat buffer with the given lengths (all_to_all_single's split sizes).
-std::vector<at::Tensor> splitPieces(const at::Tensor& flat, const std::vector<int64_t>& lengths) {
-  std::vector<at::Tensor> result;
-  int64_t offset = 0;
-  for (int64_t n : lengths) {
-    result.push_back(flat.narrow(0, offset, n));
-    offset += n;
-  }
-  return result;
-}
-
-// all_to_all_single's split sizes: as given, or equal pieces when none are given.
-std::vector<int64_t> splitSizes(const std::vector<int64_t>& sizes, const at::Tensor& t, int size, const char* what) {
-  if (sizes.empty()) {
-    TORCH_CHECK(t.numel() % size == 0, "all_to_all_single: the ", what, " tensor's ", t.numel(),
-                " elements do not split evenly between ", size, " ranks; pass split sizes");
-    return std::vector<int64_t>(size, t.numel() / size);
-  }
-  TORCH_CHECK(static_cast<int>(sizes.size()) == size, "all_to_all_single: expected ", size, " ", what,
-              " split sizes, got ", sizes.size());
-  // Split sizes count rows of the first dimension; pieces are flat elements.
-  const int64_t row = t.dim() > 0 && t.size(0) > 0 ? t.numel() / t.size(0) : 1;
-  int64_t rows = 0;
-  std::vector<int64_t> elements;
-  for (int64_t n : sizes) {
-    TORCH_CHECK(n >= 0, "all_to_all_single: negative split size ", n);
-    rows += n;
-    elements.push_back(n * row);
-  }
-  TORCH_CHECK(rows == (t.dim() > 0 ? t.size(0) : 1), "all_to_all_single: ", what, " split sizes add up to ", rows,
-              ", but the tensor has ", t.dim() > 0 ? t.size(0) : 1, " rows");
-  return elements;
-}
-
-// Rank-sized pieces of a flat buffer (the single-tensor collectives).
-std::vector<at::Tensor> pieces(const at::Tensor& flat, int size) {
-  const int64_t n = flat.numel() / size;
-  std::vector<at::Tensor> result;
-  for (int r = 0; r < size; ++r) result.push_back(flat.narrow(0, r * n, n));
-  return result;
-}
-
-// What the shared-memory collectives reduce with: PREMUL_SUM (NCCL's and
-// FSDP2's pre-scaled sum) is a SUM over inputs multiplied by its factor first.
-struct Reduction {
-  c10d::ReduceOp::RedOpType op;
-  std::optional<double> factor;
-};
-
-Reduction reductionOf(const c10d::ReduceOp& reduce_op, at::ScalarType dtype) {
-  if (reduce_op.op_ != c10d::ReduceOp::PREMUL_SUM) return {reduce_op.op_, std::nullopt};
-  TORCH_CHECK(at::isFloatingType(dtype) || at::isComplexType(dtype),
-              "ReduceOp PREMUL_SUM needs floating-point tensors, got ", dtype);
-  const auto* supplement = dynamic_cast<const c10d::PreMulSumSupplement*>(reduce_op.supplement_.get());
-  TORCH_CHECK(supplement, "ReduceOp PREMUL_SUM carries no factor");
-  const double factor =
-      supplement->tensor_factor.defined() ? supplement->tensor_factor.item<double>() : supplement->double_factor;
-  return {c10d::ReduceOp::SUM, factor};
-}
-
-// The contribution of `flat` to a reduction: itself, or a scaled copy for PREMUL_SUM.
-at::Tensor contribution(const at::Tensor& flat, const Reduction& reduction) {
-  return reduction.factor ? flat.mul(*reduction.factor) : flat;
-}
-
-std::vector<at::Tensor> contributions(const std::vector<at::Tensor>& flats, const Reduction& reduction) {
-  std::vector<at::Tensor> result;
-  for (const auto& f : flats) result.push_back(contribution(f, reduction));
-  return result;
-}
-
 void allreduceOne(ShmCollectives& collectives, const at::Tensor& tensor, const Reduction& reduction) {
   HostBuffer buffer(tensor);
   if (reduction.factor) buffer.flat().mul_(*reduction.factor);
   collectives.allreduce(buffer.flat(), reduction.op);
   buffer.writeBack();
-}
-
-at::ScalarType dtypeOf(const std::vector<at::Tensor>& tensors) {
-  return tensors.empty() ? at::kFloat : tensors[0].scalar_type();
 }
 
 }  // namespace
@@ -207,36 +117,25 @@ void NeuronBackend::setTimeout(std::chrono::milliseconds timeout) {
 template <typename Body>
 c10::intrusive_ptr<c10d::Work> NeuronBackend::run(c10d::OpType op, std::chrono::milliseconds timeout,
                                                   std::vector<at::Tensor> outputs, Body body) {
-  auto work = c10::make_intrusive<NeuronWork>(getRank(), op, std::move(outputs));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (timeout == c10d::kUnsetTimeout) timeout = timeout_;
   }
-  queue_.submit([channels = channels_, work, timeout, body = std::move(body)]() mutable {
-    channels->collectives.transport().setTimeout(timeout);
-    try {
-      if constexpr (std::is_void_v<std::invoke_result_t<Body&, Channels&>>) {
-        body(*channels);
-        work->complete();
-      } else {
-        work->complete(body(*channels));  // a recv from any source: where its message came from
-      }
-    } catch (const TransportError& e) {
-      try {
-        C10_THROW_ERROR(DistBackendError, e.what());
-      } catch (...) {
-        work->fail(std::current_exception());
-      }
-    } catch (...) {
-      work->fail(std::current_exception());
-    }
-  });
-  return work;
+  return NeuronWork::enqueue(queue_, getRank(), op, std::move(outputs),
+                             [channels = channels_, timeout, body = std::move(body)]() mutable -> int {
+                               channels->collectives.transport().setTimeout(timeout);
+                               if constexpr (std::is_void_v<std::invoke_result_t<Body&, Channels&>>) {
+                                 body(*channels);
+                                 return -1;
+                               } else {
+                                 return body(*channels);  // a recv from any source: where its message came from
+                               }
+                             });
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                         const c10d::BroadcastOptions& opts) {
-  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < getSize(), "broadcast: invalid root rank ", opts.rootRank);
+  checkRoot(opts.rootRank, getSize(), "broadcast");
   const int root = static_cast<int>(opts.rootRank);
   return run(c10d::OpType::BROADCAST, opts.timeout, tensors, [tensors, root](Channels& c) {
     for (const auto& t : tensors) {
@@ -266,10 +165,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::allreduce_coalesced(std::vector<at
 c10::intrusive_ptr<c10d::Work> NeuronBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                         std::vector<at::Tensor>& inputs,
                                                         const c10d::AllgatherOptions& opts) {
-  TORCH_CHECK(inputs.size() == 1 && outputs.size() == 1, "all_gather: the neuron process group takes one tensor");
-  TORCH_CHECK(static_cast<int>(outputs[0].size()) == getSize(), "all_gather: expected ", getSize(),
-              " output tensors, got ", outputs[0].size());
-  for (const auto& out : outputs[0]) checkSameKind(out, inputs[0], inputs[0].numel(), "all_gather output");
+  checkAllgather(outputs, inputs, getSize());
   return run(c10d::OpType::ALLGATHER, opts.timeout, outputs[0],
              [input = inputs[0], outputs = outputs[0]](Channels& c) {
                HostBuffer in(input);
@@ -294,10 +190,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::_allgather_base(at::Tensor& output
 c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
                                                              std::vector<std::vector<at::Tensor>>& inputs,
                                                              const c10d::ReduceScatterOptions& opts) {
-  TORCH_CHECK(inputs.size() == 1 && outputs.size() == 1, "reduce_scatter: the neuron process group takes one tensor");
-  TORCH_CHECK(static_cast<int>(inputs[0].size()) == getSize(), "reduce_scatter: expected ", getSize(),
-              " input tensors, got ", inputs[0].size());
-  for (const auto& in : inputs[0]) checkSameKind(in, outputs[0], outputs[0].numel(), "reduce_scatter input");
+  checkReduceScatter(outputs, inputs, getSize());
   const Reduction reduction = reductionOf(opts.reduceOp, outputs[0].scalar_type());
   return run(c10d::OpType::REDUCE_SCATTER, opts.timeout, outputs,
              [inputs = inputs[0], output = outputs[0], reduction](Channels& c) {
@@ -325,11 +218,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::_reduce_scatter_base(at::Tensor& o
 c10::intrusive_ptr<c10d::Work> NeuronBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                               std::vector<at::Tensor>& inputs,
                                                                               const c10d::AllgatherOptions& opts) {
-  TORCH_CHECK(outputs.size() == inputs.size(), "all_gather_into_tensor_coalesced: ", inputs.size(), " inputs but ",
-              outputs.size(), " outputs");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    checkSameKind(outputs[i], inputs[i], inputs[i].numel() * getSize(), "all_gather_into_tensor_coalesced output");
-  }
+  checkCoalesced(outputs, inputs, getSize(), "all_gather_into_tensor_coalesced");
   return run(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, opts.timeout, outputs,
              [inputs, outputs, size = getSize()](Channels& c) {
                for (size_t i = 0; i < inputs.size(); ++i) {
@@ -344,11 +233,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::allgather_into_tensor_coalesced(st
 c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                               std::vector<at::Tensor>& inputs,
                                                                               const c10d::ReduceScatterOptions& opts) {
-  TORCH_CHECK(outputs.size() == inputs.size(), "reduce_scatter_tensor_coalesced: ", inputs.size(), " inputs but ",
-              outputs.size(), " outputs");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    checkSameKind(inputs[i], outputs[i], outputs[i].numel() * getSize(), "reduce_scatter_tensor_coalesced input");
-  }
+  checkCoalesced(inputs, outputs, getSize(), "reduce_scatter_tensor_coalesced");
   const Reduction reduction = reductionOf(opts.reduceOp, dtypeOf(outputs));
   return run(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, opts.timeout, outputs,
              [inputs, outputs, reduction, size = getSize()](Channels& c) {
@@ -362,13 +247,9 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce_scatter_tensor_coalesced(st
              });
 }
 
-void NeuronBackend::checkRoot(int64_t root, const char* what) const {
-  TORCH_CHECK(root >= 0 && root < getSize(), what, ": invalid root rank ", root, " in a group of ", getSize());
-}
-
 c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce(std::vector<at::Tensor>& tensors,
                                                      const c10d::ReduceOptions& opts) {
-  checkRoot(opts.rootRank, "reduce");
+  checkRoot(opts.rootRank, getSize(), "reduce");
   const Reduction reduction = reductionOf(opts.reduceOp, dtypeOf(tensors));
   return run(c10d::OpType::REDUCE, opts.timeout, tensors,
              [tensors, reduction, root = static_cast<int>(opts.rootRank)](Channels& c) {
@@ -389,13 +270,8 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce(std::vector<at::Tensor>& te
 c10::intrusive_ptr<c10d::Work> NeuronBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                      std::vector<at::Tensor>& inputs,
                                                      const c10d::GatherOptions& opts) {
-  checkRoot(opts.rootRank, "gather");
-  TORCH_CHECK(inputs.size() == 1, "gather: the neuron process group takes one tensor");
-  const bool root = getRank() == opts.rootRank;
-  std::vector<at::Tensor> outs = root && !outputs.empty() ? outputs[0] : std::vector<at::Tensor>{};
-  TORCH_CHECK(!root || static_cast<int>(outs.size()) == getSize(), "gather: expected ", getSize(),
-              " output tensors on the root, got ", outs.size());
-  for (const auto& out : outs) checkSameKind(out, inputs[0], inputs[0].numel(), "gather output");
+  checkRoot(opts.rootRank, getSize(), "gather");
+  std::vector<at::Tensor> outs = gatherOutputs(outputs, inputs, getRank() == opts.rootRank, getSize());
   return run(c10d::OpType::GATHER, opts.timeout, outs,
              [input = inputs[0], outs, root = static_cast<int>(opts.rootRank)](Channels& c) {
                HostBuffer in(input);
@@ -407,7 +283,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::gather(std::vector<std::vector<at:
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::gather_into_tensor(at::Tensor& output, at::Tensor& input,
                                                                  const c10d::GatherOptions& opts) {
-  checkRoot(opts.rootRank, "gather_single");
+  checkRoot(opts.rootRank, getSize(), "gather_single");
   const bool root = getRank() == opts.rootRank;
   if (root) checkSameKind(output, input, input.numel() * getSize(), "gather_single output");
   return run(c10d::OpType::GATHER, opts.timeout, {output},
@@ -423,13 +299,8 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::gather_into_tensor(at::Tensor& out
 c10::intrusive_ptr<c10d::Work> NeuronBackend::scatter(std::vector<at::Tensor>& outputs,
                                                       std::vector<std::vector<at::Tensor>>& inputs,
                                                       const c10d::ScatterOptions& opts) {
-  checkRoot(opts.rootRank, "scatter");
-  TORCH_CHECK(outputs.size() == 1, "scatter: the neuron process group takes one tensor");
-  const bool root = getRank() == opts.rootRank;
-  std::vector<at::Tensor> ins = root && !inputs.empty() ? inputs[0] : std::vector<at::Tensor>{};
-  TORCH_CHECK(!root || static_cast<int>(ins.size()) == getSize(), "scatter: expected ", getSize(),
-              " input tensors on the root, got ", ins.size());
-  for (const auto& in : ins) checkSameKind(in, outputs[0], outputs[0].numel(), "scatter input");
+  checkRoot(opts.rootRank, getSize(), "scatter");
+  std::vector<at::Tensor> ins = scatterInputs(inputs, outputs, getRank() == opts.rootRank, getSize());
   return run(c10d::OpType::SCATTER, opts.timeout, outputs,
              [ins, output = outputs[0], root = static_cast<int>(opts.rootRank)](Channels& c) {
                std::vector<HostBuffer> buffers(ins.begin(), ins.end());
@@ -459,11 +330,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::alltoall_base(at::Tensor& output, 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::alltoall(std::vector<at::Tensor>& outputs,
                                                        std::vector<at::Tensor>& inputs,
                                                        const c10d::AllToAllOptions& opts) {
-  TORCH_CHECK(static_cast<int>(inputs.size()) == getSize() && static_cast<int>(outputs.size()) == getSize(),
-              "all_to_all: expected ", getSize(), " input and output tensors, got ", inputs.size(), " and ",
-              outputs.size());
-  for (const auto& t : inputs) checkSameKind(t, outputs[0], t.numel(), "all_to_all input");
-  for (const auto& t : outputs) checkSameKind(t, outputs[0], t.numel(), "all_to_all output");
+  checkAlltoall(outputs, inputs, getSize());
   return run(c10d::OpType::ALLTOALL, opts.timeout, outputs, [inputs, outputs](Channels& c) {
     std::vector<HostBuffer> ins(inputs.begin(), inputs.end());
     std::vector<HostBuffer> outs(outputs.begin(), outputs.end());
@@ -473,7 +340,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::alltoall(std::vector<at::Tensor>& 
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
-  TORCH_CHECK(dst >= 0 && dst < getSize() && dst != getRank(), "send: invalid destination rank ", dst);
+  checkPeer(dst, getRank(), getSize(), "send: destination");
   return run(c10d::OpType::SEND, c10d::kUnsetTimeout, tensors, [tensors, dst, tag](Channels& c) {
     for (const auto& t : tensors) c.p2p.send(HostBuffer(t).flat(), dst, tag);
   });
@@ -495,7 +362,7 @@ int receive(PointToPoint& p2p, const std::vector<at::Tensor>& tensors, int src, 
 }  // namespace
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
-  TORCH_CHECK(src >= 0 && src < getSize() && src != getRank(), "recv: invalid source rank ", src);
+  checkPeer(src, getRank(), getSize(), "recv: source");
   return run(c10d::OpType::RECV, c10d::kUnsetTimeout, tensors,
              [tensors, src, tag](Channels& c) { receive(c.p2p, tensors, src, tag); });
 }

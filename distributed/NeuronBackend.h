@@ -90,7 +90,6 @@ class NeuronBackend : public c10d::Backend {
   template <typename Body>
   c10::intrusive_ptr<c10d::Work> run(c10d::OpType op, std::chrono::milliseconds timeout,
                                      std::vector<at::Tensor> outputs, Body body);
-  void checkRoot(int64_t root, const char* what) const;
 
   std::mutex mutex_;  // guards timeout_
   std::chrono::milliseconds timeout_;

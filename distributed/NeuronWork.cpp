@@ -1,6 +1,9 @@
 #include "distributed/NeuronWork.h"
 
 #include <ATen/core/ivalue.h>
+#include <c10/util/Exception.h>
+
+#include "distributed/ShmTransport.h"
 
 namespace torch_neuronx::distributed {
 namespace {
@@ -23,6 +26,25 @@ NeuronWork::NeuronWork(int rank, c10d::OpType op, std::vector<at::Tensor> output
     : c10d::Work(rank, op), outputs_(std::move(outputs)) {
   future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
                                                      devicesOf(outputs_));
+}
+
+c10::intrusive_ptr<NeuronWork> NeuronWork::enqueue(CollectiveQueue& queue, int rank, c10d::OpType op,
+                                                   std::vector<at::Tensor> outputs, std::function<int()> body) {
+  auto work = c10::make_intrusive<NeuronWork>(rank, op, std::move(outputs));
+  queue.submit([work, body = std::move(body)] {
+    try {
+      work->complete(body());
+    } catch (const TransportError& e) {
+      try {
+        C10_THROW_ERROR(DistBackendError, e.what());
+      } catch (...) {
+        work->fail(std::current_exception());
+      }
+    } catch (...) {
+      work->fail(std::current_exception());
+    }
+  });
+  return work;
 }
 
 void NeuronWork::complete(int source_rank) {

@@ -12,13 +12,22 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <exception>
+#include <functional>
 #include <vector>
+
+#include "distributed/CollectiveQueue.h"
 
 namespace torch_neuronx::distributed {
 
 class NeuronWork : public c10d::Work {
  public:
   NeuronWork(int rank, c10d::OpType op, std::vector<at::Tensor> outputs);
+
+  // Queues `body` on `queue` and returns its work over `outputs`. `body`
+  // returns the rank a recv from any source got its message from, or -1;
+  // what it throws fails the work (transport failures as DistBackendError).
+  static c10::intrusive_ptr<NeuronWork> enqueue(CollectiveQueue& queue, int rank, c10d::OpType op,
+                                                std::vector<at::Tensor> outputs, std::function<int()> body);
 
   // From the worker: the collective finished. source_rank: where a recv from
   // any source got its message, else -1.

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "distributed/CollectiveArgs.h"
+
 namespace torch_neuronx::distributed {
 namespace {
 
@@ -62,15 +64,6 @@ void combineInto(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, RedO
 // Below this size all_reduce takes the one-step algorithm: the sliced one
 // needs two steps per chunk, which costs more than it saves on small tensors.
 constexpr size_t kSlicedAllreduceBytes = 256 << 10;
-
-// AVG divides the sum by the group size; integers divide as NCCL does (truncating).
-void average(at::Tensor& acc, int size) {
-  if (at::isIntegralType(acc.scalar_type(), /*includeBool=*/false)) {
-    acc.div_(size, "trunc");
-  } else {
-    acc.div_(size);
-  }
-}
 
 std::string describe(const StepDescriptor& d) {
   std::ostringstream out;
