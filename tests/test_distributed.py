@@ -527,6 +527,7 @@ def _check_ddp(rank, dev, hook=None, unused=False, steps=4, batch=6):
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
+    world = dist.get_world_size()
     torch.manual_seed(1)
     reference = _ddp_model(unused)
     model = _ddp_model(unused)
@@ -534,8 +535,8 @@ def _check_ddp(rank, dev, hook=None, unused=False, steps=4, batch=6):
     ddp = DDP(model.to(dev), find_unused_parameters=unused)
     if hook is not None:
         ddp.register_comm_hook(state=None, hook=hook)
-    data = torch.randn(steps, WORLD * batch, 8)
-    target = torch.randn(steps, WORLD * batch, 4)
+    data = torch.randn(steps, world * batch, 8)
+    target = torch.randn(steps, world * batch, 4)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
     ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
     shard = slice(rank * batch, (rank + 1) * batch)
@@ -550,7 +551,7 @@ def _check_ddp(rank, dev, hook=None, unused=False, steps=4, batch=6):
         torch.testing.assert_close(p.detach().cpu(), ref.detach(), rtol=1e-5, atol=1e-6, msg=lambda m: f"{name}: {m}")
     # Every rank holds the same parameters.
     flat = torch.cat([p.detach().flatten() for p in ddp.module.parameters()])
-    gathered = [torch.empty_like(flat) for _ in range(WORLD)]
+    gathered = [torch.empty_like(flat) for _ in range(world)]
     dist.all_gather(gathered, flat)
     assert all(torch.equal(g.cpu(), gathered[0].cpu()) for g in gathered), "ranks' parameters differ"
 

@@ -6,6 +6,7 @@
 #include <pybind11/chrono.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "distributed/MultiHostBackend.h"
 #include "distributed/NeuronBackend.h"
 
 namespace py = pybind11;
@@ -35,6 +36,21 @@ void bindDistributed(py::module& m) {
       // the parent). Members here rendezvous through the new group's own store
       // prefix, so the others have nothing to do.
       .def("perform_nocolor_split", [](NeuronBackend&, const py::object& /*device*/) {}, py::arg("device"));
+
+  // Ranks on several hosts: torch_neuronx.distributed builds the groups it
+  // combines (a _NeuronBackend per host, Gloo between hosts) and passes them in.
+  using distributed::MultiHostBackend;
+  py::class_<MultiHostBackend, c10::intrusive_ptr<MultiHostBackend>>(m, "_NeuronMultiHostBackend", backend_type)
+      .def(py::init([](int rank, int size, std::vector<int> host_of_rank, c10::intrusive_ptr<c10d::Backend> local,
+                       const py::object& leaders, c10::intrusive_ptr<c10d::Backend> all,
+                       std::chrono::milliseconds timeout) {
+             MultiHostBackend::Groups groups{std::move(local), nullptr, std::move(all)};
+             if (!leaders.is_none()) groups.leaders = leaders.cast<c10::intrusive_ptr<c10d::Backend>>();
+             return c10::make_intrusive<MultiHostBackend>(rank, size, std::move(host_of_rank), std::move(groups),
+                                                          timeout);
+           }),
+           py::arg("rank"), py::arg("size"), py::arg("host_of_rank"), py::arg("local"), py::arg("leaders"),
+           py::arg("all"), py::arg("timeout"));
 }
 
 }  // namespace torch_neuronx
