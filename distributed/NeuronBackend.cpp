@@ -114,6 +114,24 @@ void NeuronBackend::setTimeout(std::chrono::milliseconds timeout) {
   timeout_ = timeout;
 }
 
+template <typename Check>
+void NeuronBackend::validate(c10d::OpType op, Check check) {
+  try {
+    check();
+  } catch (const c10::Error& e) {
+    // The other ranks are about to join this collective: one step that says
+    // why this rank will not lets them raise now instead of at the timeout.
+    queue_.submit([channels = channels_, op, why = std::string(e.what_without_backtrace())] {
+      try {
+        channels->collectives.abandon(op, why);
+      } catch (...) {
+        // The group is broken or the peers never came: their own calls report it.
+      }
+    });
+    throw;
+  }
+}
+
 template <typename Body>
 c10::intrusive_ptr<c10d::Work> NeuronBackend::run(c10d::OpType op, std::chrono::milliseconds timeout,
                                                   std::vector<at::Tensor> outputs, Body body) {
@@ -135,7 +153,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::run(c10d::OpType op, std::chrono::
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                         const c10d::BroadcastOptions& opts) {
-  checkRoot(opts.rootRank, getSize(), "broadcast");
+  validate(c10d::OpType::BROADCAST, [&] { checkRoot(opts.rootRank, getSize(), "broadcast"); });
   const int root = static_cast<int>(opts.rootRank);
   return run(c10d::OpType::BROADCAST, opts.timeout, tensors, [tensors, root](Channels& c) {
     for (const auto& t : tensors) {
@@ -148,7 +166,8 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::broadcast(std::vector<at::Tensor>&
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::AllreduceOptions& opts) {
-  const Reduction reduction = reductionOf(opts.reduceOp, dtypeOf(tensors));
+  Reduction reduction{};
+  validate(c10d::OpType::ALLREDUCE, [&] { reduction = reductionOf(opts.reduceOp, dtypeOf(tensors)); });
   return run(c10d::OpType::ALLREDUCE, opts.timeout, tensors, [tensors, reduction](Channels& c) {
     for (const auto& t : tensors) allreduceOne(c.collectives, t, reduction);
   });
@@ -156,7 +175,8 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::allreduce(std::vector<at::Tensor>&
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                   const c10d::AllreduceCoalescedOptions& opts) {
-  const Reduction reduction = reductionOf(opts.reduceOp, dtypeOf(tensors));
+  Reduction reduction{};
+  validate(c10d::OpType::ALLREDUCE_COALESCED, [&] { reduction = reductionOf(opts.reduceOp, dtypeOf(tensors)); });
   return run(c10d::OpType::ALLREDUCE_COALESCED, opts.timeout, tensors, [tensors, reduction](Channels& c) {
     for (const auto& t : tensors) allreduceOne(c.collectives, t, reduction);
   });
@@ -165,7 +185,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::allreduce_coalesced(std::vector<at
 c10::intrusive_ptr<c10d::Work> NeuronBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                         std::vector<at::Tensor>& inputs,
                                                         const c10d::AllgatherOptions& opts) {
-  checkAllgather(outputs, inputs, getSize());
+  validate(c10d::OpType::ALLGATHER, [&] { checkAllgather(outputs, inputs, getSize()); });
   return run(c10d::OpType::ALLGATHER, opts.timeout, outputs[0],
              [input = inputs[0], outputs = outputs[0]](Channels& c) {
                HostBuffer in(input);
@@ -177,7 +197,8 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::allgather(std::vector<std::vector<
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                               const c10d::AllgatherOptions& opts) {
-  checkSameKind(output, input, input.numel() * getSize(), "all_gather_into_tensor output");
+  validate(c10d::OpType::_ALLGATHER_BASE,
+           [&] { checkSameKind(output, input, input.numel() * getSize(), "all_gather_into_tensor output"); });
   return run(c10d::OpType::_ALLGATHER_BASE, opts.timeout, {output},
              [input, output, size = getSize()](Channels& c) {
                HostBuffer in(input);
@@ -190,8 +211,11 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::_allgather_base(at::Tensor& output
 c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
                                                              std::vector<std::vector<at::Tensor>>& inputs,
                                                              const c10d::ReduceScatterOptions& opts) {
-  checkReduceScatter(outputs, inputs, getSize());
-  const Reduction reduction = reductionOf(opts.reduceOp, outputs[0].scalar_type());
+  Reduction reduction{};
+  validate(c10d::OpType::REDUCE_SCATTER, [&] {
+    checkReduceScatter(outputs, inputs, getSize());
+    reduction = reductionOf(opts.reduceOp, outputs[0].scalar_type());
+  });
   return run(c10d::OpType::REDUCE_SCATTER, opts.timeout, outputs,
              [inputs = inputs[0], output = outputs[0], reduction](Channels& c) {
                std::vector<HostBuffer> ins(inputs.begin(), inputs.end());
@@ -203,8 +227,11 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce_scatter(std::vector<at::Ten
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                    const c10d::ReduceScatterOptions& opts) {
-  checkSameKind(input, output, output.numel() * getSize(), "reduce_scatter_tensor input");
-  const Reduction reduction = reductionOf(opts.reduceOp, output.scalar_type());
+  Reduction reduction{};
+  validate(c10d::OpType::_REDUCE_SCATTER_BASE, [&] {
+    checkSameKind(input, output, output.numel() * getSize(), "reduce_scatter_tensor input");
+    reduction = reductionOf(opts.reduceOp, output.scalar_type());
+  });
   return run(c10d::OpType::_REDUCE_SCATTER_BASE, opts.timeout, {output},
              [input, output, reduction, size = getSize()](Channels& c) {
                HostBuffer in(input);
@@ -218,7 +245,8 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::_reduce_scatter_base(at::Tensor& o
 c10::intrusive_ptr<c10d::Work> NeuronBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                               std::vector<at::Tensor>& inputs,
                                                                               const c10d::AllgatherOptions& opts) {
-  checkCoalesced(outputs, inputs, getSize(), "all_gather_into_tensor_coalesced");
+  validate(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED,
+           [&] { checkCoalesced(outputs, inputs, getSize(), "all_gather_into_tensor_coalesced"); });
   return run(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, opts.timeout, outputs,
              [inputs, outputs, size = getSize()](Channels& c) {
                for (size_t i = 0; i < inputs.size(); ++i) {
@@ -233,8 +261,11 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::allgather_into_tensor_coalesced(st
 c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                               std::vector<at::Tensor>& inputs,
                                                                               const c10d::ReduceScatterOptions& opts) {
-  checkCoalesced(inputs, outputs, getSize(), "reduce_scatter_tensor_coalesced");
-  const Reduction reduction = reductionOf(opts.reduceOp, dtypeOf(outputs));
+  Reduction reduction{};
+  validate(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, [&] {
+    checkCoalesced(inputs, outputs, getSize(), "reduce_scatter_tensor_coalesced");
+    reduction = reductionOf(opts.reduceOp, dtypeOf(outputs));
+  });
   return run(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, opts.timeout, outputs,
              [inputs, outputs, reduction, size = getSize()](Channels& c) {
                for (size_t i = 0; i < inputs.size(); ++i) {
@@ -249,8 +280,11 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce_scatter_tensor_coalesced(st
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce(std::vector<at::Tensor>& tensors,
                                                      const c10d::ReduceOptions& opts) {
-  checkRoot(opts.rootRank, getSize(), "reduce");
-  const Reduction reduction = reductionOf(opts.reduceOp, dtypeOf(tensors));
+  Reduction reduction{};
+  validate(c10d::OpType::REDUCE, [&] {
+    checkRoot(opts.rootRank, getSize(), "reduce");
+    reduction = reductionOf(opts.reduceOp, dtypeOf(tensors));
+  });
   return run(c10d::OpType::REDUCE, opts.timeout, tensors,
              [tensors, reduction, root = static_cast<int>(opts.rootRank)](Channels& c) {
                for (const auto& t : tensors) {
@@ -270,8 +304,11 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce(std::vector<at::Tensor>& te
 c10::intrusive_ptr<c10d::Work> NeuronBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                      std::vector<at::Tensor>& inputs,
                                                      const c10d::GatherOptions& opts) {
-  checkRoot(opts.rootRank, getSize(), "gather");
-  std::vector<at::Tensor> outs = gatherOutputs(outputs, inputs, getRank() == opts.rootRank, getSize());
+  std::vector<at::Tensor> outs;
+  validate(c10d::OpType::GATHER, [&] {
+    checkRoot(opts.rootRank, getSize(), "gather");
+    outs = gatherOutputs(outputs, inputs, getRank() == opts.rootRank, getSize());
+  });
   return run(c10d::OpType::GATHER, opts.timeout, outs,
              [input = inputs[0], outs, root = static_cast<int>(opts.rootRank)](Channels& c) {
                HostBuffer in(input);
@@ -283,9 +320,11 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::gather(std::vector<std::vector<at:
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::gather_into_tensor(at::Tensor& output, at::Tensor& input,
                                                                  const c10d::GatherOptions& opts) {
-  checkRoot(opts.rootRank, getSize(), "gather_single");
   const bool root = getRank() == opts.rootRank;
-  if (root) checkSameKind(output, input, input.numel() * getSize(), "gather_single output");
+  validate(c10d::OpType::GATHER, [&] {
+    checkRoot(opts.rootRank, getSize(), "gather_single");
+    if (root) checkSameKind(output, input, input.numel() * getSize(), "gather_single output");
+  });
   return run(c10d::OpType::GATHER, opts.timeout, {output},
              [input, output, root, root_rank = static_cast<int>(opts.rootRank), size = getSize()](Channels& c) {
                HostBuffer in(input);
@@ -299,8 +338,11 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::gather_into_tensor(at::Tensor& out
 c10::intrusive_ptr<c10d::Work> NeuronBackend::scatter(std::vector<at::Tensor>& outputs,
                                                       std::vector<std::vector<at::Tensor>>& inputs,
                                                       const c10d::ScatterOptions& opts) {
-  checkRoot(opts.rootRank, getSize(), "scatter");
-  std::vector<at::Tensor> ins = scatterInputs(inputs, outputs, getRank() == opts.rootRank, getSize());
+  std::vector<at::Tensor> ins;
+  validate(c10d::OpType::SCATTER, [&] {
+    checkRoot(opts.rootRank, getSize(), "scatter");
+    ins = scatterInputs(inputs, outputs, getRank() == opts.rootRank, getSize());
+  });
   return run(c10d::OpType::SCATTER, opts.timeout, outputs,
              [ins, output = outputs[0], root = static_cast<int>(opts.rootRank)](Channels& c) {
                std::vector<HostBuffer> buffers(ins.begin(), ins.end());
@@ -314,10 +356,14 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::alltoall_base(at::Tensor& output, 
                                                             std::vector<int64_t>& output_split_sizes,
                                                             std::vector<int64_t>& input_split_sizes,
                                                             const c10d::AllToAllOptions& opts) {
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "all_to_all_single: input is ", input.scalar_type(),
-              " but output is ", output.scalar_type());
-  auto out_sizes = splitSizes(output_split_sizes, output, getSize(), "output");
-  auto in_sizes = splitSizes(input_split_sizes, input, getSize(), "input");
+  std::vector<int64_t> out_sizes;
+  std::vector<int64_t> in_sizes;
+  validate(c10d::OpType::ALLTOALL_BASE, [&] {
+    TORCH_CHECK(output.scalar_type() == input.scalar_type(), "all_to_all_single: input is ", input.scalar_type(),
+                " but output is ", output.scalar_type());
+    out_sizes = splitSizes(output_split_sizes, output, getSize(), "output");
+    in_sizes = splitSizes(input_split_sizes, input, getSize(), "input");
+  });
   return run(c10d::OpType::ALLTOALL_BASE, opts.timeout, {output},
              [input, output, in_sizes = std::move(in_sizes), out_sizes = std::move(out_sizes)](Channels& c) {
                HostBuffer in(input);
@@ -330,7 +376,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::alltoall_base(at::Tensor& output, 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::alltoall(std::vector<at::Tensor>& outputs,
                                                        std::vector<at::Tensor>& inputs,
                                                        const c10d::AllToAllOptions& opts) {
-  checkAlltoall(outputs, inputs, getSize());
+  validate(c10d::OpType::ALLTOALL, [&] { checkAlltoall(outputs, inputs, getSize()); });
   return run(c10d::OpType::ALLTOALL, opts.timeout, outputs, [inputs, outputs](Channels& c) {
     std::vector<HostBuffer> ins(inputs.begin(), inputs.end());
     std::vector<HostBuffer> outs(outputs.begin(), outputs.end());

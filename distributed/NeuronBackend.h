@@ -87,6 +87,11 @@ class NeuronBackend : public c10d::Backend {
   // Queues `body(channels)` with the op's timeout and returns its work over
   // `outputs`; transport failures fail the work with a DistBackendError. A
   // body that returns an int reports the rank a recv got its message from.
+  // Runs a collective's argument checks on the calling thread. When they
+  // raise, the other ranks learn it through one abandoned step (see
+  // ShmCollectives::abandon), so they raise too instead of waiting.
+  template <typename Check>
+  void validate(c10d::OpType op, Check check);
   template <typename Body>
   c10::intrusive_ptr<c10d::Work> run(c10d::OpType op, std::chrono::milliseconds timeout,
                                      std::vector<at::Tensor> outputs, Body body);

@@ -138,7 +138,29 @@ void ShmCollectives::reduceParts(at::Tensor& acc, const std::vector<at::Tensor>&
   if (op == RedOp::AVG) average(acc, static_cast<int>(parts.size()));
 }
 
+void ShmCollectives::abandon(c10d::OpType op, const std::string& why) {
+  const size_t length = std::min(why.size(), transport_.slotBytes());
+  StepDescriptor d{static_cast<int32_t>(op), 0, -1, -1, static_cast<int64_t>(length), kAbandoned};
+  step(d, [&](uint8_t* slot) { std::memcpy(slot, why.data(), length); }, [] {});
+}
+
+void ShmCollectives::checkNotAbandoned(const StepDescriptor& mine) {
+  if (mine.count == kAbandoned) return;  // the peers raise; this rank already has
+  for (int r = 0; r < transport_.size(); ++r) {
+    const StepDescriptor& theirs = transport_.descriptor(r);
+    if (theirs.count != kAbandoned) continue;
+    const char* text = reinterpret_cast<const char*>(transport_.data(r));
+    const std::string why(text, static_cast<size_t>(theirs.numel));
+    transport_.endStep();
+    TORCH_CHECK(false, "neuron process group: rank ", r, " raised in its ",
+                collectiveName(static_cast<c10d::OpType>(theirs.op)), " instead of joining this ",
+                collectiveName(static_cast<c10d::OpType>(mine.op)), ": ", why);
+  }
+}
+
 void ShmCollectives::checkAgreement(const StepDescriptor& mine) {
+  checkNotAbandoned(mine);
+  if (mine.count == kAbandoned) return;
   bool agree = true;
   for (int r = 0; r < transport_.size(); ++r) agree = agree && transport_.descriptor(r) == transport_.descriptor(0);
   if (agree) return;

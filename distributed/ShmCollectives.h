@@ -13,6 +13,7 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <string>
 #include <vector>
 
 #include "distributed/ShmTransport.h"
@@ -41,6 +42,10 @@ class ShmCollectives {
   // (all_to_all_single's split sizes), as long as the ranks agree on them.
   void alltoall(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs);
   void barrier();
+  // This rank's arguments to `op` were refused before it joined: one step
+  // whose descriptor says so and whose data holds `why`, so the peers raise a
+  // clear error at once (in the same step, which keeps the group usable).
+  void abandon(c10d::OpType op, const std::string& why);
 
  private:
   // Runs the steps of one collective: `write(slot, offset, length)` fills this
@@ -57,6 +62,9 @@ class ShmCollectives {
   void allreduceSliced(const at::Tensor& buffer, c10d::ReduceOp::RedOpType op, const StepDescriptor& descriptor);
   // Raises the same error on every rank when the ranks' descriptors differ.
   void checkAgreement(const StepDescriptor& mine);
+  // Raises on every rank but an abandoning one when some rank abandoned this step.
+  void checkNotAbandoned(const StepDescriptor& mine);
+  static constexpr int64_t kAbandoned = -1;  // StepDescriptor::count of an abandoned step
   at::Tensor slotTensor(int rank, size_t byte_offset, int64_t length, at::ScalarType dtype) const;
   // acc = op over ranks, in rank order, of `length` elements at `byte_offset` of every slot.
   void reduceSlots(at::Tensor& acc, size_t byte_offset, int64_t length, c10d::ReduceOp::RedOpType op) const;

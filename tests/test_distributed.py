@@ -295,6 +295,15 @@ def check_mismatch_raises(rank, dev):
         dist.all_reduce(t)
     with pytest.raises(RuntimeError, match="BAND needs an integer or bool tensor"):
         dist.all_reduce(torch.ones(2, device=dev), op=dist.ReduceOp.BAND)
+    # Bad arguments on one rank only: it raises at the call, and the other raises at once, not at the timeout.
+    start = time.monotonic()
+    outs = [torch.empty(3, device=dev) for _ in range(WORLD - (1 if rank == 0 else 0))]
+    message = "all_gather: expected 2 output tensors, got 1"
+    if rank == 1:
+        message = "rank 0 raised in its all_gather instead of joining this all_gather: " + message
+    with pytest.raises(RuntimeError, match=message):
+        dist.all_gather(outs, torch.ones(3, device=dev))
+    assert time.monotonic() - start < 30, "the peer of a rank with bad arguments waited for the timeout (60 s)"
     # An async collective raises at wait(), not at the call.
     work = dist.all_reduce(torch.ones(5 + rank, device=dev), async_op=True)
     with pytest.raises(RuntimeError, match="mismatched collectives"):
