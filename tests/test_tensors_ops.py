@@ -166,6 +166,44 @@ def test_matmul_family():
     close(nh @ nk, h @ k)
 
 
+@pytest.mark.parametrize("rows,cols", [(1, 7), (5, 768), (768, 768), (2048, 768), (768, 2048), (32000, 768),
+                                       (1001, 33), (3, 2049)])
+def test_one_row_linear_bf16(rows, cols):
+    """Decode's one-row bf16 products (the device's own GEMV, split across cores) against an fp32 CPU product."""
+    g = torch.Generator().manual_seed(rows * 7 + cols)
+    w = torch.randn(rows, cols, generator=g).to(torch.bfloat16)
+    x = torch.randn(1, cols, generator=g).to(torch.bfloat16)
+    got = F.linear(x.to(N), w.to(N))
+    assert got.dtype == torch.bfloat16 and got.shape == (1, rows)
+    expected = (x.float() @ w.float().t()).to(torch.bfloat16)  # fp32 accumulation, one bf16 rounding
+    close(got.float(), expected.float(), rtol=1e-2, atol=1e-2)
+
+
+def test_one_row_linear_bf16_from_many_threads():
+    """Products issued by several threads at once (the helper threads serve one at a time) stay correct."""
+    g = torch.Generator().manual_seed(3)
+    weights = [torch.randn(2048, 768, generator=g).to(torch.bfloat16) for _ in range(4)]
+    xs = [torch.randn(1, 768, generator=g).to(torch.bfloat16) for _ in range(4)]
+    expected = [(x.float() @ w.float().t()).to(torch.bfloat16).float() for x, w in zip(xs, weights)]
+    device_weights = [w.to(N) for w in weights]
+    failures = []
+
+    def worker(i):
+        x = xs[i].to(N)
+        for _ in range(30):
+            got = F.linear(x, device_weights[i]).cpu().float()
+            if not torch.allclose(got, expected[i], rtol=1e-2, atol=1e-2):
+                failures.append(i)
+                return
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, f"wrong products in threads {failures}"
+
+
 def test_indexing():
     a, na = _pair(6, 5, seed=14)
     idx = torch.tensor([4, 0, 2])

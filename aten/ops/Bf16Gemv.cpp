@@ -1,10 +1,11 @@
 #include "aten/ops/Bf16Gemv.h"
 
-#include <ATen/Parallel.h>
 #include <immintrin.h>
 
 #include <algorithm>
 #include <vector>
+
+#include "aten/ops/RowParallel.h"
 
 namespace torch_neuronx {
 namespace {
@@ -65,10 +66,9 @@ void bf16Gemv(const c10::BFloat16* weight, const c10::BFloat16* x, c10::BFloat16
   static const DotFn dot = pickDot();
   std::vector<float> x_wide(x, x + cols);
   const float* xs = x_wide.data();
-  // Waking a second thread costs tens of microseconds (sleeping OpenMP
-  // workers, see ./dev): split only weights of several MiB, about 2 MiB a task.
-  const int64_t grain = std::max<int64_t>(64, (int64_t{2} << 20) / (2 * std::max<int64_t>(cols, 1)));
-  at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+  // Chunks of at least 64 KiB of weight: smaller ones cost more to hand out than they take.
+  const int64_t min_rows = std::max<int64_t>(16, (int64_t{64} << 10) / (2 * std::max<int64_t>(cols, 1)));
+  parallelRows(rows, min_rows, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) y[n] = c10::BFloat16(dot(weight + n * cols, xs, cols));
   });
 }

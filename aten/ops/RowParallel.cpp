@@ -1,0 +1,123 @@
+#include "aten/ops/RowParallel.h"
+
+#include <ATen/Parallel.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace torch_neuronx {
+namespace {
+
+// How long a helper spins for the next loop before it sleeps. Decode issues
+// its products well within this; a busy machine loses at most this much CPU
+// per loop. TORCH_NEURONX_SPIN_US overrides it (0: helpers always sleep).
+std::chrono::microseconds spinTime() {
+  const char* env = std::getenv("TORCH_NEURONX_SPIN_US");
+  return std::chrono::microseconds(env ? std::max(0L, std::atol(env)) : 200L);
+}
+
+class HelperPool {
+ public:
+  static HelperPool& instance() {
+    static HelperPool* pool = new HelperPool();  // never destroyed: helpers may outlive static destruction
+    return *pool;
+  }
+
+  int helpers() const { return static_cast<int>(threads_.size()); }
+  std::mutex busy;  // one loop at a time
+
+  // The caller holds busy_. Publishes the loop, works on it, waits for claimed chunks.
+  void run(int64_t rows, int64_t chunks, const std::function<void(int64_t, int64_t)>& body) {
+    rows_.store(rows, std::memory_order_relaxed);
+    chunks_.store(chunks, std::memory_order_relaxed);
+    body_.store(&body, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    const uint64_t generation = (state_.load(std::memory_order_relaxed) >> 32) + 1;
+    // seq_cst with the helpers' sleeping_ count: one of the two sees the other.
+    state_.store(generation << 32);  // chunk 0 of a new generation
+    if (sleeping_.load() > 0) state_.notify_all();
+    while (work(generation)) {
+    }
+    while (done_.load(std::memory_order_acquire) < chunks) _mm_pause();  // chunks helpers claimed
+  }
+
+ private:
+  HelperPool() {
+    const int count = std::clamp(std::min<int>(at::get_num_threads(), std::thread::hardware_concurrency()) - 1, 0, 7);
+    for (int i = 0; i < count; ++i) threads_.emplace_back([this] { helperLoop(); });
+    for (auto& t : threads_) t.detach();
+  }
+
+  // Claims and runs one chunk of `generation`; false once none is left (or a newer loop began).
+  bool work(uint64_t generation) {
+    uint64_t state = state_.load(std::memory_order_acquire);
+    for (;;) {
+      if ((state >> 32) != generation) return false;
+      const int64_t chunk = static_cast<int64_t>(state & 0xffffffffu);
+      // These belong to `generation` while a chunk of it is unclaimed; values
+      // read after a newer loop began are dropped when the exchange fails.
+      const int64_t rows = rows_.load(std::memory_order_relaxed);
+      const int64_t chunks = chunks_.load(std::memory_order_relaxed);
+      const auto* body = body_.load(std::memory_order_relaxed);
+      if (chunk >= chunks) return false;
+      if (state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel)) {
+        (*body)(rows * chunk / chunks, rows * (chunk + 1) / chunks);
+        done_.fetch_add(1, std::memory_order_release);
+        return true;
+      }
+    }
+  }
+
+  void helperLoop() {
+    const auto spin = spinTime();
+    uint64_t seen = state_.load(std::memory_order_acquire) >> 32;
+    for (;;) {
+      uint64_t state = state_.load(std::memory_order_acquire);
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; (state >> 32) == seen; ++i) {
+        if ((i & 63) == 63 && std::chrono::steady_clock::now() - start > spin) {
+          sleeping_.fetch_add(1);
+          state_.wait(state);
+          sleeping_.fetch_sub(1);
+        } else {
+          _mm_pause();
+        }
+        state = state_.load(std::memory_order_acquire);
+      }
+      seen = state >> 32;
+      while (work(seen)) {
+      }
+    }
+  }
+
+  std::vector<std::thread> threads_;
+  // High 32 bits: the loop's generation; low 32: the next unclaimed chunk.
+  std::atomic<uint64_t> state_{0};
+  std::atomic<int64_t> done_{0};
+  std::atomic<int> sleeping_{0};
+  std::atomic<int64_t> rows_{0};
+  std::atomic<int64_t> chunks_{0};
+  std::atomic<const std::function<void(int64_t, int64_t)>*> body_{nullptr};
+};
+
+}  // namespace
+
+void parallelRows(int64_t rows, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& body) {
+  if (rows <= 0) return;
+  const int64_t max_chunks = rows / std::max<int64_t>(min_chunk, 1);
+  if (max_chunks < 2 || at::get_num_threads() < 2 || at::in_parallel_region()) return body(0, rows);
+  HelperPool& pool = HelperPool::instance();
+  std::unique_lock<std::mutex> lock(pool.busy, std::try_to_lock);
+  if (!lock.owns_lock() || pool.helpers() == 0) return body(0, rows);
+  // A few chunks per thread, so a late helper leaves little for the caller to wait on.
+  const int64_t chunks = std::min<int64_t>(max_chunks, 4 * (pool.helpers() + 1));
+  pool.run(rows, chunks, body);
+}
+
+}  // namespace torch_neuronx

@@ -1,0 +1,25 @@
+// Row-parallel loops for bandwidth-bound kernels (the one-row matmuls of
+// decoding), on helper threads that stay awake for a moment between calls.
+//
+// A decode step runs one matrix-vector product after another, a few dozen
+// microseconds apart. One core alone reads memory at half the machine's
+// bandwidth, so each product needs a second core; but an OpenMP worker that
+// sleeps between products (OMP_WAIT_POLICY=passive, which ./dev sets so that
+// OpenBLAS is not starved) takes about as long to wake as the work takes.
+// These helpers spin for a bounded time after each loop (then sleep), and the
+// caller never waits for a helper that has not started: it claims the loop's
+// chunks itself, so a sleeping or preempted helper costs nothing but its share.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace torch_neuronx {
+
+// Runs body(begin, end) over [0, rows) in chunks of at least `min_chunk` rows,
+// on the calling thread and whichever helpers join. Runs inline when the rows
+// make one chunk, when intra-op parallelism is 1, inside a parallel region, or
+// while another thread is using the helpers.
+void parallelRows(int64_t rows, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& body);
+
+}  // namespace torch_neuronx
