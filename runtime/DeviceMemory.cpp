@@ -139,7 +139,11 @@ bool DeviceMemory::freeIfOwned(void* ptr) {
   stats_.allocated_bytes.decrease(charged);
   stats_.active_bytes.decrease(charged);
   stats_.requested_bytes.decrease(static_cast<int64_t>(requested));
-  cached_.emplace(segments_.at(ptr), ptr);
+  // First among equal sizes, so the next request of this size takes the block
+  // freed last, whose bytes are likeliest still in the CPU caches (as a heap's
+  // free lists do); lower_bound in takeCached finds it.
+  const std::size_t size = segments_.at(ptr);
+  cached_.emplace_hint(cached_.lower_bound(size), size, ptr);
   return true;
 }
 
