@@ -488,11 +488,11 @@ def test_copies_from_many_threads():
 
 @pytest.mark.parametrize("mask", ["causal", "float", "none"])
 def test_scaled_dot_product_attention_runs_the_cpu_fused_kernel(mask):
-    """neuron picks attention kernels as the CPU device does, so results are bit-identical."""
+    """Beyond decode's few query rows, neuron picks attention kernels as the CPU device does: bit-identical."""
     torch.manual_seed(0)
-    q, k, v = (torch.randn(2, 4, 8, 16) * 3 for _ in range(3))
+    q, k, v = (torch.randn(2, 4, 24, 16) * 3 for _ in range(3))
     kwargs = {"is_causal": True} if mask == "causal" else {}
-    attn_mask = torch.randn(8, 8) if mask == "float" else None
+    attn_mask = torch.randn(24, 24) if mask == "float" else None
     qc, kc, vc = (t.clone().requires_grad_() for t in (q, k, v))
     qn, kn, vn = (t.to("neuron").requires_grad_() for t in (q, k, v))
     ref = F.scaled_dot_product_attention(qc, kc, vc, attn_mask=attn_mask, **kwargs)
@@ -503,3 +503,71 @@ def test_scaled_dot_product_attention_runs_the_cpu_fused_kernel(mask):
     got.sum().backward()
     for a, b in ((qc, qn), (kc, kn), (vc, vn)):
         assert torch.equal(b.grad.cpu(), a.grad)
+
+
+def _attention_reference(q, k, v, mask, is_causal):
+    """Attention by hand in float64: softmax(q k^T / sqrt(E) + mask) v, key/value heads shared by query groups."""
+    q, k, v = (t.double() for t in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    scores = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
+    if is_causal:
+        scores = scores.masked_fill(~torch.ones(q.shape[2], k.shape[2], dtype=torch.bool).tril(), float("-inf"))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask.double()
+    probs = torch.softmax(scores, -1).nan_to_num(0.0)  # a row with every key masked attends to nothing
+    return probs @ v
+
+
+DECODE_CASES = {
+    "one query": dict(B=1, H=12, KV=12, L=1, S=37, E=64),
+    "batch, grouped heads": dict(B=3, H=8, KV=2, L=1, S=130, E=72),
+    "few queries, causal": dict(B=2, H=4, KV=4, L=5, S=11, E=16, causal=True),
+    "float mask": dict(B=2, H=4, KV=2, L=2, S=9, E=24, mask="float"),
+    "bool mask, a row fully masked": dict(B=2, H=4, KV=4, L=2, S=9, E=16, mask="bool"),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("case", list(DECODE_CASES))
+def test_decode_attention_against_float64(case, dtype):
+    """Decode steps (a few query rows against a cache) run the device's own attention kernel: forward against a
+    float64 hand computation, layout as on CPU, and gradients through the CPU backward against the CPU device."""
+    c = DECODE_CASES[case]
+    g = torch.Generator().manual_seed(len(case))
+    q = torch.randn(c["B"], c["L"], c["H"], c["E"], generator=g).to(dtype).transpose(1, 2)  # as models make it
+    k, v = (torch.randn(c["B"], c["KV"], c["S"], c["E"], generator=g).to(dtype) for _ in range(2))
+    mask = None
+    if c.get("mask") == "float":
+        mask = torch.randn(c["B"], 1, c["L"], c["S"], generator=g).to(dtype)
+    elif c.get("mask") == "bool":
+        mask = torch.rand(c["B"], 1, c["L"], c["S"], generator=g) > 0.3
+        mask[..., 0] = True
+        mask[1, 0, 1] = False
+    causal = c.get("causal", False)
+    kwargs = dict(is_causal=causal, enable_gqa=c["H"] != c["KV"])
+    qn, kn, vn = (t.to(N).requires_grad_() for t in (q, k, v))
+    got = F.scaled_dot_product_attention(qn, kn, vn, attn_mask=None if mask is None else mask.to(N), **kwargs)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=1e-2, atol=1e-2)
+    expected = _attention_reference(q, k, v, mask, causal)
+    torch.testing.assert_close(got.cpu().double(), expected, **tol)
+    if mask is not None and mask.dtype == torch.bool:
+        assert got[1, :, 1].abs().max().item() == 0.0, "a query that sees no key gets zeros, as on CPU"
+
+    qc, kc, vc = (t.clone().requires_grad_() for t in (q, k, v))
+    ref = F.scaled_dot_product_attention(qc, kc, vc, attn_mask=mask, **kwargs)
+    assert got.stride() == ref.stride()
+    weights = torch.randn(ref.shape, generator=g).to(dtype)
+    (ref * weights).sum().backward()
+    (got * weights.to(N)).sum().backward()
+    for cpu_leaf, neuron_leaf in ((qc, qn), (kc, kn), (vc, vn)):
+        torch.testing.assert_close(neuron_leaf.grad.cpu(), cpu_leaf.grad, **tol)
+
+
+def test_decode_attention_large_cache_split_across_cores():
+    """A long cache makes the kernel split its rows over helper threads; results equal the float64 reference."""
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(2, 16, 1, 64, generator=g)
+    k, v = (torch.randn(2, 16, 2048, 64, generator=g) for _ in range(2))
+    got = F.scaled_dot_product_attention(q.to(N), k.to(N), v.to(N))
+    torch.testing.assert_close(got.cpu().double(), _attention_reference(q, k, v, None, False), rtol=1e-5, atol=1e-5)

@@ -17,41 +17,12 @@
 
 #include "aten/core/KernelMemory.h"
 #include "aten/ops/CpuAlias.h"
+#include "aten/ops/DeviceOfCall.h"
 #include "aten/ops/FallbackAccounting.h"
 #include "aten/ops/RowMatmul.h"
 
 namespace torch_neuronx {
 namespace {
-
-// The core all neuron tensors of a call are on; checks them as the boxed
-// fallback does (one core; CPU tensors only as 0-dim scalars).
-struct DeviceOfCall {
-  const char* op;
-  int device = -1;
-  std::optional<c10::ScalarType> unsupported;
-
-  void visit(const at::Tensor& t) {
-    if (!t.defined()) return;
-    if (!isNeuron(t)) {
-      TORCH_CHECK(t.device().is_cpu() && t.dim() == 0, "Expected all tensors to be on the same device, but got ",
-                  t.device(), " in ", op, ", where a neuron tensor is required");
-      return;
-    }
-    const int index = t.device().index();
-    TORCH_CHECK(device < 0 || device == index, "Expected all tensors to be on the same device, but found at least ",
-                "two devices, neuron:", device, " and neuron:", index, " (in ", op, ")");
-    device = index;
-    if (C10_UNLIKELY(lacksHardwareSupport(t.scalar_type()))) unsupported = t.scalar_type();
-  }
-};
-
-template <typename... Tensors>
-c10::DeviceIndex deviceOf(const char* op, const Tensors&... tensors) {
-  DeviceOfCall call{op};
-  (call.visit(tensors), ...);
-  if (C10_UNLIKELY(call.unsupported.has_value())) noteCpuFallback(op, *call.unsupported);
-  return static_cast<c10::DeviceIndex>(call.device);
-}
 
 #define NEURON_BINARY_OP(name, schema)                                                                  \
   at::Tensor name(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {           \

@@ -1,0 +1,48 @@
+// The device checks of the boxed fallback, for kernels registered one by one:
+// every neuron tensor of a call on one core, CPU tensors only as 0-dim scalars,
+// and dtypes a NeuronCore lacks counted as CPU fallbacks.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
+
+#include <optional>
+
+#include "aten/ops/CpuAlias.h"
+#include "aten/ops/FallbackAccounting.h"
+
+namespace torch_neuronx {
+
+struct DeviceOfCall {
+  const char* op;
+  int device = -1;
+  std::optional<c10::ScalarType> unsupported;
+
+  void visit(const at::Tensor& t) {
+    if (!t.defined()) return;
+    if (!isNeuron(t)) {
+      TORCH_CHECK(t.device().is_cpu() && t.dim() == 0, "Expected all tensors to be on the same device, but got ",
+                  t.device(), " in ", op, ", where a neuron tensor is required");
+      return;
+    }
+    const int index = t.device().index();
+    TORCH_CHECK(device < 0 || device == index, "Expected all tensors to be on the same device, but found at least ",
+                "two devices, neuron:", device, " and neuron:", index, " (in ", op, ")");
+    device = index;
+    if (C10_UNLIKELY(lacksHardwareSupport(t.scalar_type()))) unsupported = t.scalar_type();
+  }
+  void visit(const std::optional<at::Tensor>& t) {
+    if (t.has_value()) visit(*t);
+  }
+};
+
+// The core of the call's neuron tensors, after the checks above.
+template <typename... Tensors>
+c10::DeviceIndex deviceOf(const char* op, const Tensors&... tensors) {
+  DeviceOfCall call{op};
+  (call.visit(tensors), ...);
+  if (C10_UNLIKELY(call.unsupported.has_value())) noteCpuFallback(op, *call.unsupported);
+  return static_cast<c10::DeviceIndex>(call.device);
+}
+
+}  // namespace torch_neuronx

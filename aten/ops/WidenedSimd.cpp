@@ -1,0 +1,113 @@
+#include "aten/ops/WidenedSimd.h"
+
+#include <immintrin.h>
+
+namespace torch_neuronx {
+namespace {
+
+// bf16 is the top half of an fp32: widening is a 16-bit shift.
+__attribute__((target("avx512f"))) inline __m512 load16(const c10::BFloat16* p) {
+  __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
+}
+__attribute__((target("avx512f"))) inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+
+__attribute__((target("avx2"))) inline __m256 load8(const c10::BFloat16* p) {
+  __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
+}
+__attribute__((target("avx2"))) inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+
+template <typename T>
+float dotScalar(const T* x, const float* y, int64_t begin, int64_t n) {
+  float sum = 0.f;
+  for (int64_t i = begin; i < n; ++i) sum += static_cast<float>(x[i]) * y[i];
+  return sum;
+}
+
+template <typename T>
+void axpyScalar(float alpha, const T* x, float* y, int64_t begin, int64_t n) {
+  for (int64_t i = begin; i < n; ++i) y[i] += alpha * static_cast<float>(x[i]);
+}
+
+template <typename T>
+__attribute__((target("avx512f"))) float dotAvx512(const T* x, const float* y, int64_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm512_fmadd_ps(load16(x + i), _mm512_loadu_ps(y + i), acc0);
+    acc1 = _mm512_fmadd_ps(load16(x + i + 16), _mm512_loadu_ps(y + i + 16), acc1);
+  }
+  for (; i + 16 <= n; i += 16) acc0 = _mm512_fmadd_ps(load16(x + i), _mm512_loadu_ps(y + i), acc0);
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + dotScalar(x, y, i, n);
+}
+
+template <typename T>
+__attribute__((target("avx512f"))) void axpyAvx512(float alpha, const T* x, float* y, int64_t n) {
+  const __m512 a = _mm512_set1_ps(alpha);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_fmadd_ps(a, load16(x + i), _mm512_loadu_ps(y + i)));
+  axpyScalar(alpha, x, y, i, n);
+}
+
+template <typename T>
+__attribute__((target("avx2,fma"))) float dotAvx2(const T* x, const float* y, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(load8(x + i), _mm256_loadu_ps(y + i), acc0);
+    acc1 = _mm256_fmadd_ps(load8(x + i + 8), _mm256_loadu_ps(y + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load8(x + i), _mm256_loadu_ps(y + i), acc0);
+  __m256 acc = _mm256_add_ps(acc0, acc1);
+  __m128 half = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+  half = _mm_hadd_ps(half, half);
+  half = _mm_hadd_ps(half, half);
+  return _mm_cvtss_f32(half) + dotScalar(x, y, i, n);
+}
+
+template <typename T>
+__attribute__((target("avx2,fma"))) void axpyAvx2(float alpha, const T* x, float* y, int64_t n) {
+  const __m256 a = _mm256_set1_ps(alpha);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(a, load8(x + i), _mm256_loadu_ps(y + i)));
+  axpyScalar(alpha, x, y, i, n);
+}
+
+enum class Simd { kAvx512, kAvx2, kScalar };
+
+Simd detectSimd() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return Simd::kAvx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Simd::kAvx2;
+  return Simd::kScalar;
+}
+
+const Simd kSimd = detectSimd();
+
+template <typename T>
+float dot(const T* x, const float* y, int64_t n) {
+  switch (kSimd) {
+    case Simd::kAvx512: return dotAvx512(x, y, n);
+    case Simd::kAvx2: return dotAvx2(x, y, n);
+    default: return dotScalar(x, y, 0, n);
+  }
+}
+
+template <typename T>
+void axpy(float alpha, const T* x, float* y, int64_t n) {
+  switch (kSimd) {
+    case Simd::kAvx512: return axpyAvx512(alpha, x, y, n);
+    case Simd::kAvx2: return axpyAvx2(alpha, x, y, n);
+    default: return axpyScalar(alpha, x, y, 0, n);
+  }
+}
+
+}  // namespace
+
+float dotWidened(const c10::BFloat16* x, const float* y, int64_t n) { return dot(x, y, n); }
+float dotWidened(const float* x, const float* y, int64_t n) { return dot(x, y, n); }
+void axpyWidened(float alpha, const c10::BFloat16* x, float* y, int64_t n) { axpy(alpha, x, y, n); }
+void axpyWidened(float alpha, const float* x, float* y, int64_t n) { axpy(alpha, x, y, n); }
+
+}  // namespace torch_neuronx
