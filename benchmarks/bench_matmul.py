@@ -74,7 +74,27 @@ def run() -> list[Row]:
                     note=f"fraction of the memcpy bound {bound / 1e9:.1f} GB/s (CPU copy_ of 256 MiB, read+write); "
                          f"weight is {k * n * 4 / 2**20:.1f} MiB, so it may be served from cache; "
                          f"CPU achieves {gbs['cpu'] / (bound / 1e9) * 100:.0f}%"))
+    rows += [_batched_decode_row(dtype, batch) for dtype in (torch.float32, torch.bfloat16) for batch in (4, 8)]
     return rows
+
+
+def _batched_decode_row(dtype: torch.dtype, batch: int) -> Row:
+    """F.linear of a few rows over 48 weights of 2048x768 (75M parameters, beyond the caches): batched decode."""
+    g = torch.Generator().manual_seed(1)
+    weights = [torch.randn(2048, 768, generator=g).to(dtype) for _ in range(48)]
+    x = torch.randn(batch, 768, generator=g).to(dtype)
+    on = {"cpu": (weights, x), NEURON: ([w.to(NEURON) for w in weights], x.to(NEURON))}
+
+    def product(device):
+        ws, xs = on[device]
+        for w in ws:
+            torch.nn.functional.linear(xs, w)
+
+    t = common.time_interleaved({d: lambda d=d: product(d) for d in on}, warmup=1, reps=common.repeats(5))
+    name = str(dtype).removeprefix("torch.")
+    return Row(f"linear {batch}x768 @ 48 weights 2048x768 {name} (batched decode), per pass", fmt_time(t["cpu"]),
+               fmt_time(t[NEURON]), t[NEURON] / t["cpu"], "time", None,
+               noise=common.ratio_noise(t["cpu"], t[NEURON]), contention=common.others_share(t[NEURON]))
 
 
 if __name__ == "__main__":

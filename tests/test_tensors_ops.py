@@ -179,6 +179,26 @@ def test_one_row_linear_bf16(rows, cols):
     close(got.float(), expected.float(), rtol=1e-2, atol=1e-2)
 
 
+@pytest.mark.parametrize("dtype,batch", [(torch.float32, 2), (torch.float32, 7), (torch.float32, 8),
+                                         (torch.float32, 9), (torch.bfloat16, 3), (torch.bfloat16, 8)])
+@pytest.mark.parametrize("rows,cols", [(2048, 768), (1001, 33), (5, 2049)])
+def test_few_row_linear(dtype, batch, rows, cols):
+    """Batched decode's few-row products (the device's streamed kernel up to 8 rows, the CPU GEMM beyond)
+    against a float64 product rounded once."""
+    g = torch.Generator().manual_seed(rows + cols + batch)
+    w = torch.randn(rows, cols, generator=g).to(dtype)
+    x = torch.randn(batch, cols, generator=g).to(dtype)
+    got = F.linear(x.to(N), w.to(N))
+    assert got.dtype == dtype and got.shape == (batch, rows) and got.is_contiguous()
+    expected = (x.double() @ w.double().t()).to(dtype)
+    tol = dict(rtol=1e-5, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-2, atol=2e-2)
+    close(got, expected, **tol)
+    # Through autograd too: the backward's products go to the CPU GEMM, the forward to the device's kernel.
+    xn = x.to(N).requires_grad_()
+    F.linear(xn, w.to(N)).sum().backward()
+    close(xn.grad, (torch.ones(batch, rows, dtype=torch.float64) @ w.double()).to(dtype), **tol)
+
+
 def test_one_row_linear_bf16_from_many_threads():
     """Products issued by several threads at once (the helper threads serve one at a time) stay correct."""
     g = torch.Generator().manual_seed(3)

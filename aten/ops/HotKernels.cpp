@@ -19,6 +19,7 @@
 #include "aten/ops/CpuAlias.h"
 #include "aten/ops/DeviceOfCall.h"
 #include "aten/ops/FallbackAccounting.h"
+#include "aten/ops/FewRowsGemm.h"
 #include "aten/ops/RowMatmul.h"
 
 namespace torch_neuronx {
@@ -86,7 +87,7 @@ NEURON_PLAIN_BINARY_OP(div, "aten::div")
 
 NEURON_MATMUL_OP(bmm, "aten::bmm")
 
-// Batch-1 decoding multiplies one row by each weight: a matrix-vector product.
+// Decoding multiplies one row (batch 1) or a few (a batch) by each weight.
 at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
   const auto device = deviceOf("aten::mm", self, mat2);
   KernelMemoryScope scope(device);
@@ -94,6 +95,11 @@ at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
   if (isRowTimesWeight(left, right)) {
     at::Tensor out = at::empty({1, right.size(1)}, left.options());
     rowTimesWeightInto(out, left, right);
+    return fromCpuResult(out, device);
+  }
+  if (isFewRowsTimesWeight(left, right)) {
+    at::Tensor out = at::empty({left.size(0), right.size(1)}, left.options());
+    fewRowsTimesWeightInto(out, left, right);
     return fromCpuResult(out, device);
   }
   return fromCpuResult(at::cpu::mm(left, right), device);
