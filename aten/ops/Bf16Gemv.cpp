@@ -1,7 +1,6 @@
 #include "aten/ops/Bf16Gemv.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "aten/ops/RowParallel.h"
 #include "aten/ops/WidenedSimd.h"
@@ -9,12 +8,10 @@
 namespace torch_neuronx {
 
 void bf16Gemv(const c10::BFloat16* weight, const c10::BFloat16* x, c10::BFloat16* y, int64_t rows, int64_t cols) {
-  std::vector<float> x_wide(x, x + cols);
-  const float* xs = x_wide.data();
   // Chunks of at least 64 KiB of weight: smaller ones cost more to hand out than they take.
   const int64_t min_rows = std::max<int64_t>(16, (int64_t{64} << 10) / (2 * std::max<int64_t>(cols, 1)));
   parallelRows(rows, min_rows, [&](int64_t begin, int64_t end) {
-    for (int64_t n = begin; n < end; ++n) y[n] = c10::BFloat16(dotWidened(weight + n * cols, xs, cols));
+    for (int64_t n = begin; n < end; ++n) y[n] = c10::BFloat16(dotWidened(weight + n * cols, x, cols));
   });
 }
 

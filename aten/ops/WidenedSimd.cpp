@@ -74,6 +74,38 @@ __attribute__((target("avx2,fma"))) void axpyAvx2(float alpha, const T* x, float
   axpyScalar(alpha, x, y, i, n);
 }
 
+// bf16 x bf16: the widening loops with y widened on the fly, or AVX512-BF16.
+float dotScalarBf16(const c10::BFloat16* x, const c10::BFloat16* y, int64_t begin, int64_t n) {
+  float sum = 0.f;
+  for (int64_t i = begin; i < n; ++i) sum += static_cast<float>(x[i]) * static_cast<float>(y[i]);
+  return sum;
+}
+
+__attribute__((target("avx512f"))) float dotAvx512Bf16(const c10::BFloat16* x, const c10::BFloat16* y, int64_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm512_fmadd_ps(load16(x + i), load16(y + i), acc0);
+    acc1 = _mm512_fmadd_ps(load16(x + i + 16), load16(y + i + 16), acc1);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + dotScalarBf16(x, y, i, n);
+}
+
+__attribute__((target("avx512f,avx512bf16"))) float dotBf16Pairs(const c10::BFloat16* x, const c10::BFloat16* y,
+                                                                 int64_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    acc0 = _mm512_dpbf16_ps(acc0, (__m512bh)_mm512_loadu_si512(x + i), (__m512bh)_mm512_loadu_si512(y + i));
+    acc1 = _mm512_dpbf16_ps(acc1, (__m512bh)_mm512_loadu_si512(x + i + 32),
+                            (__m512bh)_mm512_loadu_si512(y + i + 32));
+  }
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm512_dpbf16_ps(acc0, (__m512bh)_mm512_loadu_si512(x + i), (__m512bh)_mm512_loadu_si512(y + i));
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + dotScalarBf16(x, y, i, n);
+}
+
 enum class Simd { kAvx512, kAvx2, kScalar };
 
 Simd detectSimd() {
@@ -84,6 +116,13 @@ Simd detectSimd() {
 }
 
 const Simd kSimd = detectSimd();
+
+bool detectBf16DotProduct() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+}
+
+const bool kBf16DotProduct = detectBf16DotProduct();
 
 template <typename T>
 float dot(const T* x, const float* y, int64_t n) {
@@ -108,6 +147,14 @@ void axpy(float alpha, const T* x, float* y, int64_t n) {
 float dotWidened(const c10::BFloat16* x, const float* y, int64_t n) { return dot(x, y, n); }
 float dotWidened(const float* x, const float* y, int64_t n) { return dot(x, y, n); }
 void axpyWidened(float alpha, const c10::BFloat16* x, float* y, int64_t n) { axpy(alpha, x, y, n); }
+
+float dotWidened(const c10::BFloat16* x, const c10::BFloat16* y, int64_t n) {
+  if (kBf16DotProduct) return dotBf16Pairs(x, y, n);
+  if (kSimd == Simd::kAvx512) return dotAvx512Bf16(x, y, n);
+  return dotScalarBf16(x, y, 0, n);
+}
+
+bool hasBf16DotProduct() { return kBf16DotProduct; }
 void axpyWidened(float alpha, const float* x, float* y, int64_t n) { axpy(alpha, x, y, n); }
 
 }  // namespace torch_neuronx

@@ -13,6 +13,12 @@ namespace torch_neuronx {
 // sum over i < n of x[i] * y[i]
 float dotWidened(const c10::BFloat16* x, const float* y, int64_t n);
 float dotWidened(const float* x, const float* y, int64_t n);
+// Both in bf16: with AVX512-BF16, pairs of exact products summed into fp32
+// lanes by one instruction (denormals flushed, as the hardware does).
+float dotWidened(const c10::BFloat16* x, const c10::BFloat16* y, int64_t n);
+
+// Whether the CPU has AVX512-BF16's bf16 dot-product instructions.
+bool hasBf16DotProduct();
 
 // y[i] += alpha * x[i] for i < n
 void axpyWidened(float alpha, const c10::BFloat16* x, float* y, int64_t n);
