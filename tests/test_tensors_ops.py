@@ -199,6 +199,20 @@ def test_few_row_linear(dtype, batch, rows, cols):
     close(xn.grad, (torch.ones(batch, rows, dtype=torch.float64) @ w.double()).to(dtype), **tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("k,n", [(768, 2048), (33, 7), (5, 1001), (2048, 300)])
+def test_one_row_times_matrix(dtype, k, n):
+    """x @ W with W stored [K, N] (one row against a contiguous matrix: the device's column-band kernel)
+    against a float64 product rounded once."""
+    g = torch.Generator().manual_seed(k * 3 + n)
+    x = torch.randn(1, k, generator=g).to(dtype)
+    w = torch.randn(k, n, generator=g).to(dtype)
+    got = x.to(N) @ w.to(N)
+    assert got.dtype == dtype and got.shape == (1, n)
+    tol = dict(rtol=1e-5, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-2, atol=2e-2)
+    close(got, (x.double() @ w.double()).to(dtype), **tol)
+
+
 def test_one_row_linear_bf16_from_many_threads():
     """Products issued by several threads at once (the helper threads serve one at a time) stay correct."""
     g = torch.Generator().manual_seed(3)

@@ -102,6 +102,11 @@ at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
     fewRowsTimesWeightInto(out, left, right);
     return fromCpuResult(out, device);
   }
+  if (isRowTimesMatrix(left, right)) {
+    at::Tensor out = at::empty({1, right.size(1)}, left.options());
+    rowTimesMatrixInto(out, left, right);
+    return fromCpuResult(out, device);
+  }
   return fromCpuResult(at::cpu::mm(left, right), device);
 }
 

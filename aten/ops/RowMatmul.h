@@ -18,4 +18,12 @@ bool isRowTimesWeight(const at::Tensor& left, const at::Tensor& right);
 // out[1, N] = left[1, K] @ right[K, N], for CPU tensors that pass isRowTimesWeight.
 void rowTimesWeightInto(at::Tensor& out, const at::Tensor& left, const at::Tensor& right);
 
+// True when `left` [1, K] times `right` [K, N] multiplies a row by a
+// contiguous matrix (x @ W with W stored [K, N]) of fp32 or bf16.
+bool isRowTimesMatrix(const at::Tensor& left, const at::Tensor& right);
+
+// out[1, N] (contiguous) = left @ right for tensors that pass isRowTimesMatrix:
+// the matrix's rows streamed once, scaled and summed in fp32.
+void rowTimesMatrixInto(at::Tensor& out, const at::Tensor& left, const at::Tensor& right);
+
 }  // namespace torch_neuronx
