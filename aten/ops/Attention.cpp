@@ -11,7 +11,7 @@
 
 #include "aten/core/KernelMemory.h"
 #include "aten/ops/CpuAlias.h"
-#include "aten/ops/DecodeAttention.h"
+#include "aten/kernels/DecodeAttention.h"
 #include "aten/ops/DeviceOfCall.h"
 
 namespace torch_neuronx {

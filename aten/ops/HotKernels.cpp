@@ -19,7 +19,7 @@
 #include "aten/ops/CpuAlias.h"
 #include "aten/ops/DeviceOfCall.h"
 #include "aten/ops/FallbackAccounting.h"
-#include "aten/ops/FewRowsGemm.h"
+#include "aten/kernels/FewRowsGemm.h"
 #include "aten/ops/RowMatmul.h"
 
 namespace torch_neuronx {

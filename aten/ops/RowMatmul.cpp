@@ -7,10 +7,10 @@
 
 #include <vector>
 
-#include "aten/ops/Bf16Gemv.h"
-#include "aten/ops/FewRowsGemm.h"
-#include "aten/ops/RowParallel.h"
-#include "aten/ops/WidenedSimd.h"
+#include "aten/kernels/Bf16Gemv.h"
+#include "aten/kernels/FewRowsGemm.h"
+#include "aten/kernels/RowParallel.h"
+#include "aten/kernels/WidenedSimd.h"
 
 namespace torch_neuronx {
 

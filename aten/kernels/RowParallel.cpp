@@ -1,4 +1,4 @@
-#include "aten/ops/RowParallel.h"
+#include "aten/kernels/RowParallel.h"
 
 #include <ATen/Parallel.h>
 #include <immintrin.h>

@@ -1,4 +1,4 @@
-#include "aten/ops/WidenedSimd.h"
+#include "aten/kernels/WidenedSimd.h"
 
 #include <immintrin.h>
 

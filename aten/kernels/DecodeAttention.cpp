@@ -1,4 +1,4 @@
-#include "aten/ops/DecodeAttention.h"
+#include "aten/kernels/DecodeAttention.h"
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/empty.h>
@@ -8,8 +8,8 @@
 #include <limits>
 #include <vector>
 
-#include "aten/ops/RowParallel.h"
-#include "aten/ops/WidenedSimd.h"
+#include "aten/kernels/RowParallel.h"
+#include "aten/kernels/WidenedSimd.h"
 
 namespace torch_neuronx {
 namespace {

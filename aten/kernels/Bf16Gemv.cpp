@@ -1,9 +1,9 @@
-#include "aten/ops/Bf16Gemv.h"
+#include "aten/kernels/Bf16Gemv.h"
 
 #include <algorithm>
 
-#include "aten/ops/RowParallel.h"
-#include "aten/ops/WidenedSimd.h"
+#include "aten/kernels/RowParallel.h"
+#include "aten/kernels/WidenedSimd.h"
 
 namespace torch_neuronx {
 

@@ -1,17 +1,18 @@
-#include "aten/ops/FewRowsGemm.h"
+#include "aten/kernels/FewRowsGemm.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "aten/ops/RowParallel.h"
+#include "aten/kernels/RowParallel.h"
 
 namespace torch_neuronx {
 namespace {
 
 // Up to a batch of 8 rows the streamed product beats the CPU's GEMM here
-// (benchmarks/bench_matmul.py: 1.8x fp32 and 1.2x bf16 at 8 rows). fp32
+// (alone, 1.8x fp32 and 1.2x bf16 at 8 rows; less in benchmarks/bench_matmul.py,
+// whose CPU GEMMs leave OpenBLAS's worker spinning on the other core). fp32
 // would still gain at 16, but it sums in another order than the CPU's GEMM:
 // products over a prompt keep the CPU's rounding, since chaotic models (HRM,
 // Zamba) amplify the difference beyond fp32 tolerance over a forward pass.
