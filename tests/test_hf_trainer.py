@@ -7,6 +7,7 @@ use_cpu=True.
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 import torch
@@ -31,13 +32,13 @@ def _args(out_dir, **kw):
     return TrainingArguments(**base)
 
 
-def _train(out_dir, model=None, train_dataset=None, resume=None, **kw):
+def _train(out_dir, model=None, train_dataset=None, resume=None, callbacks=None, **kw):
     from transformers import Trainer
 
     model = model if model is not None else tiny_llama(seed=0)
     trainer = Trainer(model=model, args=_args(out_dir, **kw),
                       train_dataset=train_dataset or ProgressionDataset(64, 32, seed=0),
-                      eval_dataset=ProgressionDataset(8, 32, seed=1))
+                      eval_dataset=ProgressionDataset(8, 32, seed=1), callbacks=callbacks)
     trainer.train(resume_from_checkpoint=resume)
     return trainer
 
@@ -135,8 +136,8 @@ def test_resume_from_checkpoint_reproduces_losses(tmp_path):
 
     The model (Llama, attention_dropout=0, no dropout layers) uses no device randomness: Trainer 5.12's
     _save_rng_state saves python/numpy/cpu and cuda/xla/npu/hpu/mlu/musa generator states but no neuron
-    RNG state, so a model with dropout would not resume bit-exactly on neuron. (accelerate's save_state
-    does save it; see test_hf_accelerate.)
+    RNG state, so a model with dropout would not resume bit-exactly on neuron without
+    NeuronRngStateCallback (next test). (accelerate's save_state does save it; see test_hf_accelerate.)
     """
     full = _train(tmp_path / "run", save_strategy="steps", save_steps=4)
     ckpt = tmp_path / "run" / "checkpoint-4"
@@ -156,6 +157,42 @@ def test_resume_from_checkpoint_reproduces_losses(tmp_path):
                                rtol=1e-6, atol=0)
     for (name, a), b in zip(full.model.state_dict().items(), resumed.model.state_dict().values()):
         torch.testing.assert_close(a.cpu(), b.cpu(), rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_resume_with_dropout_reproduces_losses_with_the_neuron_rng_callback(tmp_path):
+    """With dropout, resuming repeats the uninterrupted run only if the neuron generator comes back too:
+    torch_neuronx.trainer.NeuronRngStateCallback saves it in each checkpoint and restores it on resume.
+    Without the callback the resumed losses differ (what Trainer alone gives), which shows the test can fail."""
+    from torch_neuronx.trainer import NeuronRngStateCallback
+
+    def dropout_llama():
+        return tiny_llama(seed=0, attention_dropout=0.3)
+
+    def callbacks():
+        return [NeuronRngStateCallback()]
+
+    def tail(trainer):
+        return [v for s, v in _history(trainer, "loss") if s > 4]
+
+    full = _train(tmp_path / "run", model=dropout_llama(), callbacks=callbacks(), save_strategy="steps",
+                  save_steps=4)
+    ckpt = tmp_path / "run" / "checkpoint-4"
+    assert (ckpt / "neuron_rng_state_0.pth").exists()
+    assert torch.neuron.initial_seed() == 0  # Trainer seeded the device generator (args.seed)
+
+    # resume_from_checkpoint=True: Trainer and the callback both find the last checkpoint under output_dir
+    shutil.copytree(ckpt, tmp_path / "again" / "checkpoint-4")
+    resumed = _train(tmp_path / "again", model=dropout_llama(), callbacks=callbacks(), resume=True)
+    assert len(tail(resumed)) == 4
+    torch.testing.assert_close(torch.tensor(tail(resumed)), torch.tensor(tail(full)), rtol=1e-6, atol=0)
+
+    # an explicit checkpoint in another run's directory, named in TrainingArguments too
+    elsewhere = _train(tmp_path / "elsewhere", model=dropout_llama(), callbacks=callbacks(), resume=str(ckpt),
+                       resume_from_checkpoint=str(ckpt))
+    torch.testing.assert_close(torch.tensor(tail(elsewhere)), torch.tensor(tail(full)), rtol=1e-6, atol=0)
+
+    without = _train(tmp_path / "without", model=dropout_llama(), resume=str(ckpt))
+    assert tail(without) != tail(full), "dropout drew the same masks without the neuron RNG state"
 
 
 def _shape_recorder(model):
