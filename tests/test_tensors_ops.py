@@ -605,3 +605,18 @@ def test_decode_attention_large_cache_split_across_cores():
     k, v = (torch.randn(2, 16, 2048, 64, generator=g) for _ in range(2))
     got = F.scaled_dot_product_attention(q.to(N), k.to(N), v.to(N))
     torch.testing.assert_close(got.cpu().double(), _attention_reference(q, k, v, None, False), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("level", ["scalar", "avx2", "avx512"])
+def test_decode_kernels_under_each_simd_level(level):
+    """The device's decode kernels on CPUs with less SIMD (TORCH_NEURONX_SIMD lowers the level this CPU uses):
+    the one-row, few-row and row-times-matrix products and decode attention tests above, in a fresh process."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TORCH_NEURONX_SIMD=level)
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+                             "linear or attention or matrix"], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout and "failed" not in result.stdout

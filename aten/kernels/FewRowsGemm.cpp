@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "aten/kernels/RowParallel.h"
+#include "aten/kernels/WidenedSimd.h"
 
 namespace torch_neuronx {
 namespace {
@@ -98,16 +99,10 @@ void fewRowsTimesWeight(const T* left, int64_t left_stride, int64_t M, const T* 
   });
 }
 
-bool hasAvx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f");
-}
-
 }  // namespace
 
 bool isFewRowsTimesWeight(const at::Tensor& left, const at::Tensor& right) {
-  static const bool avx512 = hasAvx512();
-  if (!avx512 || left.dim() != 2 || right.dim() != 2 || left.size(0) < 1) return false;
+  if (simdLevel() < SimdLevel::kAvx512 || left.dim() != 2 || right.dim() != 2 || left.size(0) < 1) return false;
   if (left.size(1) != right.size(0) || left.scalar_type() != right.scalar_type()) return false;
   const auto dtype = left.scalar_type();
   if (dtype != at::kFloat && dtype != at::kBFloat16) return false;

@@ -1,6 +1,12 @@
 #include "aten/kernels/WidenedSimd.h"
 
+#include <c10/util/Exception.h>
 #include <immintrin.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <utility>
 
 namespace torch_neuronx {
 namespace {
@@ -18,10 +24,10 @@ __attribute__((target("avx2"))) inline __m256 load8(const c10::BFloat16* p) {
 }
 __attribute__((target("avx2"))) inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 
-template <typename T>
-float dotScalar(const T* x, const float* y, int64_t begin, int64_t n) {
+template <typename X, typename Y>
+float dotScalar(const X* x, const Y* y, int64_t begin, int64_t n) {
   float sum = 0.f;
-  for (int64_t i = begin; i < n; ++i) sum += static_cast<float>(x[i]) * y[i];
+  for (int64_t i = begin; i < n; ++i) sum += static_cast<float>(x[i]) * static_cast<float>(y[i]);
   return sum;
 }
 
@@ -30,15 +36,15 @@ void axpyScalar(float alpha, const T* x, float* y, int64_t begin, int64_t n) {
   for (int64_t i = begin; i < n; ++i) y[i] += alpha * static_cast<float>(x[i]);
 }
 
-template <typename T>
-__attribute__((target("avx512f"))) float dotAvx512(const T* x, const float* y, int64_t n) {
+template <typename X, typename Y>
+__attribute__((target("avx512f"))) float dotAvx512(const X* x, const Y* y, int64_t n) {
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    acc0 = _mm512_fmadd_ps(load16(x + i), _mm512_loadu_ps(y + i), acc0);
-    acc1 = _mm512_fmadd_ps(load16(x + i + 16), _mm512_loadu_ps(y + i + 16), acc1);
+    acc0 = _mm512_fmadd_ps(load16(x + i), load16(y + i), acc0);
+    acc1 = _mm512_fmadd_ps(load16(x + i + 16), load16(y + i + 16), acc1);
   }
-  for (; i + 16 <= n; i += 16) acc0 = _mm512_fmadd_ps(load16(x + i), _mm512_loadu_ps(y + i), acc0);
+  for (; i + 16 <= n; i += 16) acc0 = _mm512_fmadd_ps(load16(x + i), load16(y + i), acc0);
   return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + dotScalar(x, y, i, n);
 }
 
@@ -50,15 +56,15 @@ __attribute__((target("avx512f"))) void axpyAvx512(float alpha, const T* x, floa
   axpyScalar(alpha, x, y, i, n);
 }
 
-template <typename T>
-__attribute__((target("avx2,fma"))) float dotAvx2(const T* x, const float* y, int64_t n) {
+template <typename X, typename Y>
+__attribute__((target("avx2,fma"))) float dotAvx2(const X* x, const Y* y, int64_t n) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(load8(x + i), _mm256_loadu_ps(y + i), acc0);
-    acc1 = _mm256_fmadd_ps(load8(x + i + 8), _mm256_loadu_ps(y + i + 8), acc1);
+    acc0 = _mm256_fmadd_ps(load8(x + i), load8(y + i), acc0);
+    acc1 = _mm256_fmadd_ps(load8(x + i + 8), load8(y + i + 8), acc1);
   }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load8(x + i), _mm256_loadu_ps(y + i), acc0);
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load8(x + i), load8(y + i), acc0);
   __m256 acc = _mm256_add_ps(acc0, acc1);
   __m128 half = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
   half = _mm_hadd_ps(half, half);
@@ -74,23 +80,7 @@ __attribute__((target("avx2,fma"))) void axpyAvx2(float alpha, const T* x, float
   axpyScalar(alpha, x, y, i, n);
 }
 
-// bf16 x bf16: the widening loops with y widened on the fly, or AVX512-BF16.
-float dotScalarBf16(const c10::BFloat16* x, const c10::BFloat16* y, int64_t begin, int64_t n) {
-  float sum = 0.f;
-  for (int64_t i = begin; i < n; ++i) sum += static_cast<float>(x[i]) * static_cast<float>(y[i]);
-  return sum;
-}
-
-__attribute__((target("avx512f"))) float dotAvx512Bf16(const c10::BFloat16* x, const c10::BFloat16* y, int64_t n) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm512_fmadd_ps(load16(x + i), load16(y + i), acc0);
-    acc1 = _mm512_fmadd_ps(load16(x + i + 16), load16(y + i + 16), acc1);
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + dotScalarBf16(x, y, i, n);
-}
-
+// bf16 x bf16 with AVX512-BF16: 32 pairs multiplied and summed into the fp32 lanes per instruction.
 __attribute__((target("avx512f,avx512bf16"))) float dotBf16Pairs(const c10::BFloat16* x, const c10::BFloat16* y,
                                                                  int64_t n) {
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
@@ -103,41 +93,45 @@ __attribute__((target("avx512f,avx512bf16"))) float dotBf16Pairs(const c10::BFlo
   for (; i + 32 <= n; i += 32) {
     acc0 = _mm512_dpbf16_ps(acc0, (__m512bh)_mm512_loadu_si512(x + i), (__m512bh)_mm512_loadu_si512(y + i));
   }
-  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + dotScalarBf16(x, y, i, n);
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + dotScalar(x, y, i, n);
 }
 
-enum class Simd { kAvx512, kAvx2, kScalar };
-
-Simd detectSimd() {
+SimdLevel detectSimdLevel() {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return Simd::kAvx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Simd::kAvx2;
-  return Simd::kScalar;
+  SimdLevel level = SimdLevel::kScalar;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) level = SimdLevel::kAvx2;
+  if (__builtin_cpu_supports("avx512f")) level = SimdLevel::kAvx512;
+  if (level == SimdLevel::kAvx512 && __builtin_cpu_supports("avx512bf16")) level = SimdLevel::kAvx512Bf16;
+  // A lower level on request, so that tests reach the loops other CPUs run.
+  const char* requested = std::getenv("TORCH_NEURONX_SIMD");
+  if (requested == nullptr) return level;
+  const std::string name(requested);
+  const std::pair<const char*, SimdLevel> names[] = {{"scalar", SimdLevel::kScalar},
+                                                     {"avx2", SimdLevel::kAvx2},
+                                                     {"avx512", SimdLevel::kAvx512},
+                                                     {"avx512bf16", SimdLevel::kAvx512Bf16}};
+  for (const auto& [known, wanted] : names) {
+    if (name == known) return std::min(level, wanted);
+  }
+  TORCH_CHECK(false, "TORCH_NEURONX_SIMD=", name, ": expected one of scalar, avx2, avx512, avx512bf16");
 }
 
-const Simd kSimd = detectSimd();
-
-bool detectBf16DotProduct() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
-}
-
-const bool kBf16DotProduct = detectBf16DotProduct();
-
-template <typename T>
-float dot(const T* x, const float* y, int64_t n) {
-  switch (kSimd) {
-    case Simd::kAvx512: return dotAvx512(x, y, n);
-    case Simd::kAvx2: return dotAvx2(x, y, n);
+template <typename X, typename Y>
+float dot(const X* x, const Y* y, int64_t n) {
+  switch (simdLevel()) {
+    case SimdLevel::kAvx512Bf16:
+    case SimdLevel::kAvx512: return dotAvx512(x, y, n);
+    case SimdLevel::kAvx2: return dotAvx2(x, y, n);
     default: return dotScalar(x, y, 0, n);
   }
 }
 
 template <typename T>
 void axpy(float alpha, const T* x, float* y, int64_t n) {
-  switch (kSimd) {
-    case Simd::kAvx512: return axpyAvx512(alpha, x, y, n);
-    case Simd::kAvx2: return axpyAvx2(alpha, x, y, n);
+  switch (simdLevel()) {
+    case SimdLevel::kAvx512Bf16:
+    case SimdLevel::kAvx512: return axpyAvx512(alpha, x, y, n);
+    case SimdLevel::kAvx2: return axpyAvx2(alpha, x, y, n);
     default: return axpyScalar(alpha, x, y, 0, n);
   }
 }
@@ -149,12 +143,14 @@ float dotWidened(const float* x, const float* y, int64_t n) { return dot(x, y, n
 void axpyWidened(float alpha, const c10::BFloat16* x, float* y, int64_t n) { axpy(alpha, x, y, n); }
 
 float dotWidened(const c10::BFloat16* x, const c10::BFloat16* y, int64_t n) {
-  if (kBf16DotProduct) return dotBf16Pairs(x, y, n);
-  if (kSimd == Simd::kAvx512) return dotAvx512Bf16(x, y, n);
-  return dotScalarBf16(x, y, 0, n);
+  return simdLevel() == SimdLevel::kAvx512Bf16 ? dotBf16Pairs(x, y, n) : dot(x, y, n);
 }
 
-bool hasBf16DotProduct() { return kBf16DotProduct; }
+SimdLevel simdLevel() {
+  // A function-local static: static initialisers elsewhere may already compute.
+  static const SimdLevel level = detectSimdLevel();
+  return level;
+}
 void axpyWidened(float alpha, const float* x, float* y, int64_t n) { axpy(alpha, x, y, n); }
 
 }  // namespace torch_neuronx

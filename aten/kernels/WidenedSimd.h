@@ -17,8 +17,11 @@ float dotWidened(const float* x, const float* y, int64_t n);
 // lanes by one instruction (denormals flushed, as the hardware does).
 float dotWidened(const c10::BFloat16* x, const c10::BFloat16* y, int64_t n);
 
-// Whether the CPU has AVX512-BF16's bf16 dot-product instructions.
-bool hasBf16DotProduct();
+enum class SimdLevel { kScalar, kAvx2, kAvx512, kAvx512Bf16 };
+
+// The widest SIMD the CPU has, or a lower one named by TORCH_NEURONX_SIMD
+// (scalar, avx2, avx512, avx512bf16): tests use it to run other CPUs' loops.
+SimdLevel simdLevel();
 
 // y[i] += alpha * x[i] for i < n
 void axpyWidened(float alpha, const c10::BFloat16* x, float* y, int64_t n);
