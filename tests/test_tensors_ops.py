@@ -213,6 +213,26 @@ def test_one_row_times_matrix(dtype, k, n):
     close(got, (x.double() @ w.double()).to(dtype), **tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("batch", [1, 3, 8, 9])
+def test_decode_products_with_bias(dtype, batch):
+    """F.linear with a bias and GPT-2's Conv1D (torch.addmm(bias, x, W) with W stored [K, N]) in decoding's shapes
+    take the device's kernels with the bias summed before the one rounding; against float64."""
+    g = torch.Generator().manual_seed(batch)
+    k, n = 200, 301
+    x = torch.randn(batch, k, generator=g).to(dtype)
+    w = torch.randn(n, k, generator=g).to(dtype)
+    bias = (torch.randn(n, generator=g) * 4).to(dtype)
+    tol = dict(rtol=1e-5, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-2, atol=5e-2)
+    expected = (x.double() @ w.double().t() + bias.double()).to(dtype)
+    close(F.linear(x.to(N), w.to(N), bias.to(N)), expected, **tol)
+    conv1d_weight = w.t().contiguous()  # [K, N]
+    close(torch.addmm(bias.to(N), x.to(N), conv1d_weight.to(N)), expected, **tol)
+    # beta/alpha other than 1 keep the CPU kernel's semantics
+    close(torch.addmm(bias.to(N), x.to(N), conv1d_weight.to(N), beta=0.5, alpha=2.0),
+          (0.5 * bias.double() + 2.0 * (x.double() @ w.double().t())).to(dtype), **tol)
+
+
 def test_one_row_linear_bf16_from_many_threads():
     """Products issued by several threads at once (the helper threads serve one at a time) stay correct."""
     g = torch.Generator().manual_seed(3)
@@ -617,6 +637,6 @@ def test_decode_kernels_under_each_simd_level(level):
 
     env = dict(os.environ, TORCH_NEURONX_SIMD=level)
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
-                             "linear or attention or matrix"], env=env, capture_output=True, text=True, timeout=300)
+                             "linear or attention or matrix or bias"], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert " passed" in result.stdout and "failed" not in result.stdout

@@ -11,13 +11,6 @@
 namespace torch_neuronx {
 namespace {
 
-// Up to a batch of 8 rows the streamed product beats the CPU's GEMM here
-// (alone, 1.8x fp32 and 1.2x bf16 at 8 rows; less in benchmarks/bench_matmul.py,
-// whose CPU GEMMs leave OpenBLAS's worker spinning on the other core). fp32
-// would still gain at 16, but it sums in another order than the CPU's GEMM:
-// products over a prompt keep the CPU's rounding, since chaotic models (HRM,
-// Zamba) amplify the difference beyond fp32 tolerance over a forward pass.
-constexpr int64_t kMaxRows = 8;
 constexpr int kRowsPerPass = 8;  // left rows whose accumulators stay in registers: 2 x 8 of AVX-512's 32
 
 __attribute__((target("avx512f"))) inline __m512 load16(const c10::BFloat16* p) {
@@ -68,26 +61,28 @@ TwoRowsFn<T> twoRowsKernel(int rows) {
 
 // Weight rows [begin, end) against every left row; a lone last row pairs with itself.
 template <typename T>
-void weightRows(const T* weight, const float* x, int64_t M, int64_t K, int64_t N, T* out, int64_t begin,
-                int64_t end) {
+void weightRows(const T* weight, const float* x, const T* bias, int64_t M, int64_t K, int64_t N, T* out,
+                int64_t begin, int64_t end) {
   float dots[2][kRowsPerPass];
   for (int64_t n = begin; n < end; n += 2) {
     const T* w0 = weight + n * K;
     const T* w1 = n + 1 < end ? w0 + K : w0;
+    const float bias0 = bias ? static_cast<float>(bias[n]) : 0.f;
+    const float bias1 = bias && n + 1 < end ? static_cast<float>(bias[n + 1]) : 0.f;
     for (int64_t m0 = 0; m0 < M; m0 += kRowsPerPass) {
       const int rows = static_cast<int>(std::min<int64_t>(kRowsPerPass, M - m0));
       twoRowsKernel<T>(rows)(w0, w1, x + m0 * K, K, dots[0], dots[1]);
       for (int r = 0; r < rows; ++r) {
-        out[(m0 + r) * N + n] = static_cast<T>(dots[0][r]);
-        if (n + 1 < end) out[(m0 + r) * N + n + 1] = static_cast<T>(dots[1][r]);
+        out[(m0 + r) * N + n] = static_cast<T>(dots[0][r] + bias0);
+        if (n + 1 < end) out[(m0 + r) * N + n + 1] = static_cast<T>(dots[1][r] + bias1);
       }
     }
   }
 }
 
 template <typename T>
-void fewRowsTimesWeight(const T* left, int64_t left_stride, int64_t M, const T* weight, int64_t N, int64_t K,
-                        T* out) {
+void streamWeight(const T* left, int64_t left_stride, int64_t M, const T* weight, const T* bias, T* out, int64_t N,
+                  int64_t K) {
   std::vector<float> x(M * K);  // left rows widened once; a few KiB, cache-resident for the whole product
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t k = 0; k < K; ++k) x[m * K + k] = static_cast<float>(left[m * left_stride + k]);
@@ -95,30 +90,22 @@ void fewRowsTimesWeight(const T* left, int64_t left_stride, int64_t M, const T* 
   // Chunks of at least 64 KiB of weight: smaller ones cost more to hand out than they take.
   const int64_t min_rows = std::max<int64_t>(16, (int64_t{64} << 10) / (static_cast<int64_t>(sizeof(T)) * K));
   parallelRows(N, min_rows, [&](int64_t begin, int64_t end) {
-    weightRows(weight, x.data(), M, K, N, out, begin, end);
+    weightRows(weight, x.data(), bias, M, K, N, out, begin, end);
   });
 }
 
 }  // namespace
 
-bool isFewRowsTimesWeight(const at::Tensor& left, const at::Tensor& right) {
-  if (simdLevel() < SimdLevel::kAvx512 || left.dim() != 2 || right.dim() != 2 || left.size(0) < 1) return false;
-  if (left.size(1) != right.size(0) || left.scalar_type() != right.scalar_type()) return false;
-  const auto dtype = left.scalar_type();
-  if (dtype != at::kFloat && dtype != at::kBFloat16) return false;
-  if (left.size(0) > kMaxRows) return false;
-  return right.stride(0) == 1 && right.stride(1) == right.size(0) && left.stride(1) == 1;
+bool hasFewRowsGemm() { return simdLevel() >= SimdLevel::kAvx512; }
+
+void fewRowsTimesWeight(const float* left, int64_t left_stride, int64_t M, const float* weight, const float* bias,
+                        float* out, int64_t N, int64_t K) {
+  streamWeight(left, left_stride, M, weight, bias, out, N, K);
 }
 
-void fewRowsTimesWeightInto(at::Tensor& out, const at::Tensor& left, const at::Tensor& right) {
-  const int64_t M = left.size(0), K = left.size(1), N = right.size(1);
-  if (left.scalar_type() == at::kFloat) {
-    fewRowsTimesWeight(left.const_data_ptr<float>(), left.stride(0), M, right.const_data_ptr<float>(), N, K,
-                       out.mutable_data_ptr<float>());
-  } else {
-    fewRowsTimesWeight(left.const_data_ptr<c10::BFloat16>(), left.stride(0), M,
-                       right.const_data_ptr<c10::BFloat16>(), N, K, out.mutable_data_ptr<c10::BFloat16>());
-  }
+void fewRowsTimesWeight(const c10::BFloat16* left, int64_t left_stride, int64_t M, const c10::BFloat16* weight,
+                        const c10::BFloat16* bias, c10::BFloat16* out, int64_t N, int64_t K) {
+  streamWeight(left, left_stride, M, weight, bias, out, N, K);
 }
 
 }  // namespace torch_neuronx

@@ -19,8 +19,7 @@
 #include "aten/ops/CpuAlias.h"
 #include "aten/ops/DeviceOfCall.h"
 #include "aten/ops/FallbackAccounting.h"
-#include "aten/kernels/FewRowsGemm.h"
-#include "aten/ops/RowMatmul.h"
+#include "aten/ops/DecodeMatmul.h"
 
 namespace torch_neuronx {
 namespace {
@@ -87,26 +86,12 @@ NEURON_PLAIN_BINARY_OP(div, "aten::div")
 
 NEURON_MATMUL_OP(bmm, "aten::bmm")
 
-// Decoding multiplies one row (batch 1) or a few (a batch) by each weight.
+// Decoding multiplies one row (batch 1) or a few (a batch) by each weight: DecodeMatmul.h.
 at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
   const auto device = deviceOf("aten::mm", self, mat2);
   KernelMemoryScope scope(device);
   at::Tensor left = cpuAlias(self), right = cpuAlias(mat2);
-  if (isRowTimesWeight(left, right)) {
-    at::Tensor out = at::empty({1, right.size(1)}, left.options());
-    rowTimesWeightInto(out, left, right);
-    return fromCpuResult(out, device);
-  }
-  if (isFewRowsTimesWeight(left, right)) {
-    at::Tensor out = at::empty({left.size(0), right.size(1)}, left.options());
-    fewRowsTimesWeightInto(out, left, right);
-    return fromCpuResult(out, device);
-  }
-  if (isRowTimesMatrix(left, right)) {
-    at::Tensor out = at::empty({1, right.size(1)}, left.options());
-    rowTimesMatrixInto(out, left, right);
-    return fromCpuResult(out, device);
-  }
+  if (auto out = decodeProduct(left, right, at::Tensor())) return fromCpuResult(*out, device);
   return fromCpuResult(at::cpu::mm(left, right), device);
 }
 
@@ -122,7 +107,12 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tenso
                  const at::Scalar& alpha) {
   const auto device = deviceOf("aten::addmm", self, mat1, mat2);
   KernelMemoryScope scope(device);
-  return fromCpuResult(at::cpu::addmm(cpuAlias(self), cpuAlias(mat1), cpuAlias(mat2), beta, alpha), device);
+  at::Tensor bias = cpuAlias(self), left = cpuAlias(mat1), right = cpuAlias(mat2);
+  // F.linear with a bias (and GPT-2's Conv1D) in decoding's shapes: the bias joins the sum before rounding.
+  if (beta.equal(1) && alpha.equal(1)) {
+    if (auto out = decodeProduct(left, right, bias)) return fromCpuResult(*out, device);
+  }
+  return fromCpuResult(at::cpu::addmm(bias, left, right, beta, alpha), device);
 }
 
 at::Tensor& addmmOut(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,

@@ -42,7 +42,7 @@ def to_host_graph(gm: torch.fx.GraphModule, inference: bool) -> torch.fx.GraphMo
 
     Attention, cross-entropy and (in inference graphs) linear layers take the
     device's own lowerings: attention.py, loss.py and neuron::linear
-    (aten/ops/RowMatmul.cpp).
+    (aten/ops/DecodeMatmul.cpp).
     """
     graph = torch.fx.Graph()
     outputs = graph.graph_copy(gm.graph, {})
