@@ -640,3 +640,17 @@ def test_decode_kernels_under_each_simd_level(level):
                              "linear or attention or matrix or bias"], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert " passed" in result.stdout and "failed" not in result.stdout
+
+
+@pytest.mark.parametrize("tests", [[5], [2, 31999, 7], [], [3.0], list(range(0, 64000, 2))])
+@pytest.mark.parametrize("invert", [False, True])
+def test_isin_against_cpu(tests, invert):
+    """isin over a vocabulary against a few token ids (the device compares directly) or many (the CPU kernel)."""
+    elements = torch.arange(32000).reshape(4, 8000)
+    test_elements = torch.tensor(tests) if tests else torch.tensor([], dtype=torch.long)
+    got = torch.isin(elements.to(N), test_elements.to(N), invert=invert)
+    exact(got.cpu(), torch.isin(elements, test_elements, invert=invert))
+    assert got.device.type == "neuron" and got.dtype == torch.bool
+    scalar = torch.tensor(tests[0] if tests else 1)
+    exact(torch.isin(scalar.to(N), test_elements.to(N), invert=invert).cpu(),
+          torch.isin(scalar, test_elements, invert=invert))
