@@ -180,11 +180,12 @@ def test_one_row_linear_bf16(rows, cols):
 
 
 @pytest.mark.parametrize("dtype,batch", [(torch.float32, 2), (torch.float32, 7), (torch.float32, 8),
-                                         (torch.float32, 9), (torch.bfloat16, 3), (torch.bfloat16, 8)])
-@pytest.mark.parametrize("rows,cols", [(2048, 768), (1001, 33), (5, 2049)])
+                                         (torch.float32, 9), (torch.bfloat16, 3), (torch.bfloat16, 8),
+                                         (torch.bfloat16, 16), (torch.bfloat16, 17)])
+@pytest.mark.parametrize("rows,cols", [(2048, 768), (1001, 33), (1001, 64), (5, 2049)])
 def test_few_row_linear(dtype, batch, rows, cols):
-    """Batched decode's few-row products (the device's streamed kernel up to 8 rows, the CPU GEMM beyond)
-    against a float64 product rounded once."""
+    """Batched decode's few-row products (the device's streamed kernel up to 8 rows, bf16 on AMX tiles up to 16
+    rows where K is a multiple of 32, the CPU GEMM beyond) against a float64 product rounded once."""
     g = torch.Generator().manual_seed(rows + cols + batch)
     w = torch.randn(rows, cols, generator=g).to(dtype)
     x = torch.randn(batch, cols, generator=g).to(dtype)
@@ -214,12 +215,13 @@ def test_one_row_times_matrix(dtype, k, n):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("batch", [1, 3, 8, 9])
-def test_decode_products_with_bias(dtype, batch):
+@pytest.mark.parametrize("batch", [1, 3, 8, 9, 16])
+@pytest.mark.parametrize("k", [200, 256])
+def test_decode_products_with_bias(dtype, batch, k):
     """F.linear with a bias and GPT-2's Conv1D (torch.addmm(bias, x, W) with W stored [K, N]) in decoding's shapes
     take the device's kernels with the bias summed before the one rounding; against float64."""
     g = torch.Generator().manual_seed(batch)
-    k, n = 200, 301
+    n = 301
     x = torch.randn(batch, k, generator=g).to(dtype)
     w = torch.randn(n, k, generator=g).to(dtype)
     bias = (torch.randn(n, generator=g) * 4).to(dtype)

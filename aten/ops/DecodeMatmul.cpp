@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "aten/kernels/AmxBf16.h"
 #include "aten/kernels/Bf16Gemv.h"
 #include "aten/kernels/FewRowsGemm.h"
 #include "aten/kernels/RowTimesMatrix.h"
@@ -31,6 +32,9 @@ DecodeShape decodeShapeOf(const at::Tensor& left, const at::Tensor& right, const
   const int64_t rows = left.size(0);
   const bool weight_transposed = right.stride(0) == 1 && right.stride(1) == right.size(0);
   if (weight_transposed && rows == 1 && dtype == at::kBFloat16) return DecodeShape::kRowsTimesWeight;
+  if (weight_transposed && rows <= kAmxRows && dtype == at::kBFloat16 && left.size(1) % 32 == 0 && hasAmxBf16()) {
+    return DecodeShape::kRowsTimesWeight;
+  }
   if (weight_transposed && rows <= kFewRows && hasFewRowsGemm()) return DecodeShape::kRowsTimesWeight;
   if (right.is_contiguous() && rows == 1) return DecodeShape::kRowTimesMatrix;
   return DecodeShape::kNone;
@@ -46,7 +50,12 @@ void rowsTimesWeight(const at::Tensor& left, const at::Tensor& right, const at::
   const int64_t rows = left.size(0), K = left.size(1), N = right.size(1);
   // right is W^T: W [N, K] starts at right's data, rows K apart.
   if constexpr (std::is_same_v<T, c10::BFloat16>) {
-    if (rows == 1) {  // bf16 pair products: faster than the few-row kernel's widening, and on every CPU
+    if (rows > 1 && K % 32 == 0 && hasAmxBf16()) {
+      amxFewRowsTimesWeight(left.const_data_ptr<T>(), left.stride(0), rows, right.const_data_ptr<T>(),
+                            dataOrNull<T>(bias), out.mutable_data_ptr<T>(), N, K);
+      return;
+    }
+    if (rows == 1) {  // as fast as the tile unit at one row, and on every CPU
       bf16Gemv(right.const_data_ptr<T>(), left.const_data_ptr<T>(), dataOrNull<T>(bias), out.mutable_data_ptr<T>(),
                N, K);
       return;
