@@ -202,37 +202,17 @@ def test_few_row_linear(dtype, batch, rows, cols):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("k,n", [(768, 2048), (33, 7), (5, 1001), (2048, 300)])
-def test_one_row_times_matrix(dtype, k, n):
-    """x @ W with W stored [K, N] (one row against a contiguous matrix: the device's column-band kernel)
-    against a float64 product rounded once."""
-    g = torch.Generator().manual_seed(k * 3 + n)
-    x = torch.randn(1, k, generator=g).to(dtype)
+@pytest.mark.parametrize("batch", [1, 3, 8, 9])
+def test_rows_times_matrix(dtype, k, n, batch):
+    """x @ W with W stored [K, N] (up to 8 fp32 rows or one bf16 row against a contiguous matrix: the device's
+    column-band kernel; more rows: the CPU GEMM) against a float64 product rounded once."""
+    g = torch.Generator().manual_seed(k * 3 + n + batch)
+    x = torch.randn(batch, k, generator=g).to(dtype)
     w = torch.randn(k, n, generator=g).to(dtype)
     got = x.to(N) @ w.to(N)
-    assert got.dtype == dtype and got.shape == (1, n)
+    assert got.dtype == dtype and got.shape == (batch, n)
     tol = dict(rtol=1e-5, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-2, atol=2e-2)
     close(got, (x.double() @ w.double()).to(dtype), **tol)
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("batch", [1, 3, 8, 9, 16])
-@pytest.mark.parametrize("k", [200, 256])
-def test_decode_products_with_bias(dtype, batch, k):
-    """F.linear with a bias and GPT-2's Conv1D (torch.addmm(bias, x, W) with W stored [K, N]) in decoding's shapes
-    take the device's kernels with the bias summed before the one rounding; against float64."""
-    g = torch.Generator().manual_seed(batch)
-    n = 301
-    x = torch.randn(batch, k, generator=g).to(dtype)
-    w = torch.randn(n, k, generator=g).to(dtype)
-    bias = (torch.randn(n, generator=g) * 4).to(dtype)
-    tol = dict(rtol=1e-5, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-2, atol=5e-2)
-    expected = (x.double() @ w.double().t() + bias.double()).to(dtype)
-    close(F.linear(x.to(N), w.to(N), bias.to(N)), expected, **tol)
-    conv1d_weight = w.t().contiguous()  # [K, N]
-    close(torch.addmm(bias.to(N), x.to(N), conv1d_weight.to(N)), expected, **tol)
-    # beta/alpha other than 1 keep the CPU kernel's semantics
-    close(torch.addmm(bias.to(N), x.to(N), conv1d_weight.to(N), beta=0.5, alpha=2.0),
-          (0.5 * bias.double() + 2.0 * (x.double() @ w.double().t())).to(dtype), **tol)
 
 
 def test_one_row_linear_bf16_from_many_threads():

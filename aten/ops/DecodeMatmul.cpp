@@ -15,7 +15,7 @@
 namespace torch_neuronx {
 namespace {
 
-enum class DecodeShape { kNone, kRowsTimesWeight, kRowTimesMatrix };
+enum class DecodeShape { kNone, kRowsTimesWeight, kRowsTimesMatrix };
 
 DecodeShape decodeShapeOf(const at::Tensor& left, const at::Tensor& right, const at::Tensor& bias) {
   if (left.dim() != 2 || right.dim() != 2 || left.size(1) != right.size(0) || left.size(0) < 1) {
@@ -36,7 +36,9 @@ DecodeShape decodeShapeOf(const at::Tensor& left, const at::Tensor& right, const
     return DecodeShape::kRowsTimesWeight;
   }
   if (weight_transposed && rows <= kFewRows && hasFewRowsGemm()) return DecodeShape::kRowsTimesWeight;
-  if (right.is_contiguous() && rows == 1) return DecodeShape::kRowTimesMatrix;
+  // bf16 rows beyond the first widen the matrix again each: a loss against oneDNN from 4 rows on.
+  const int64_t max_matrix_rows = dtype == at::kFloat ? kFewRows : 1;
+  if (right.is_contiguous() && rows <= max_matrix_rows) return DecodeShape::kRowsTimesMatrix;
   return DecodeShape::kNone;
 }
 
@@ -75,12 +77,12 @@ std::optional<at::Tensor> decodeProduct(const at::Tensor& left, const at::Tensor
   if (shape == DecodeShape::kRowsTimesWeight) {
     bf16 ? rowsTimesWeight<c10::BFloat16>(left, right, bias, out) : rowsTimesWeight<float>(left, right, bias, out);
   } else if (bf16) {
-    rowTimesMatrix(left.const_data_ptr<c10::BFloat16>(), right.const_data_ptr<c10::BFloat16>(),
-                   dataOrNull<c10::BFloat16>(bias), out.mutable_data_ptr<c10::BFloat16>(), right.size(0),
-                   right.size(1));
+    rowsTimesMatrix(left.const_data_ptr<c10::BFloat16>(), left.stride(0), left.size(0),
+                    right.const_data_ptr<c10::BFloat16>(), dataOrNull<c10::BFloat16>(bias),
+                    out.mutable_data_ptr<c10::BFloat16>(), right.size(0), right.size(1));
   } else {
-    rowTimesMatrix(left.const_data_ptr<float>(), right.const_data_ptr<float>(), dataOrNull<float>(bias),
-                   out.mutable_data_ptr<float>(), right.size(0), right.size(1));
+    rowsTimesMatrix(left.const_data_ptr<float>(), left.stride(0), left.size(0), right.const_data_ptr<float>(),
+                    dataOrNull<float>(bias), out.mutable_data_ptr<float>(), right.size(0), right.size(1));
   }
   return out;
 }

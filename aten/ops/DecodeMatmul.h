@@ -14,7 +14,8 @@ namespace torch_neuronx {
 // tensors (aliases of device memory): right is either the transpose of a
 // contiguous weight W [N, K] (as F.linear passes it) with M <= kFewRows (bf16
 // with AMX and K a multiple of 32: M <= kAmxRows), or a
-// contiguous matrix [K, N] with M == 1 (x @ W); fp32 or bf16 throughout;
+// contiguous matrix [K, N] (x @ W) with M <= kFewRows in fp32, M == 1 in
+// bf16; fp32 or bf16 throughout;
 // bias undefined or contiguous [N]. nullopt when the shapes are not these:
 // the caller runs the CPU GEMM. The result is fresh and contiguous.
 std::optional<at::Tensor> decodeProduct(const at::Tensor& left, const at::Tensor& right, const at::Tensor& bias);
