@@ -618,8 +618,9 @@ def test_decode_kernels_under_each_simd_level(level):
     import sys
 
     env = dict(os.environ, TORCH_NEURONX_SIMD=level)
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
-                             "linear or attention or matrix or bias"], env=env, capture_output=True, text=True, timeout=300)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
+               "-k", "linear or attention or matrix or bias"]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert " passed" in result.stdout and "failed" not in result.stdout
 

@@ -19,6 +19,11 @@ from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 
+def _checkpoint_dir(args, step: int) -> str:
+    """Where Trainer writes the checkpoint of `step`."""
+    return os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{step}")
+
+
 def _state_file(checkpoint_dir: str, process_index: int) -> str:
     return os.path.join(checkpoint_dir, f"neuron_rng_state_{process_index}.pth")
 
@@ -31,14 +36,14 @@ class NeuronRngStateCallback(TrainerCallback):
     """
 
     def on_save(self, args, state, control, **kwargs):
-        checkpoint = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
+        checkpoint = _checkpoint_dir(args, state.global_step)
         if os.path.isdir(checkpoint):
             torch.save(torch.neuron.get_rng_state_all(), _state_file(checkpoint, args.process_index))
 
     def on_train_begin(self, args, state, control, **kwargs):
         if state.global_step == 0:  # a fresh run; a resumed one starts at its checkpoint's step
             return
-        candidates = [os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")]
+        candidates = [_checkpoint_dir(args, state.global_step)]
         if isinstance(args.resume_from_checkpoint, str):
             candidates.insert(0, args.resume_from_checkpoint)
         for checkpoint in candidates:

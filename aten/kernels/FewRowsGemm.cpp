@@ -6,18 +6,16 @@
 #include <vector>
 
 #include "aten/kernels/RowParallel.h"
+#include "aten/kernels/WideningLoads.h"
 #include "aten/kernels/WidenedSimd.h"
 
 namespace torch_neuronx {
 namespace {
 
 constexpr int kRowsPerPass = 8;  // left rows whose accumulators stay in registers: 2 x 8 of AVX-512's 32
+static_assert(kFewRows <= kRowsPerPass, "every left row of a product is in one pass");
 
-__attribute__((target("avx512f"))) inline __m512 load16(const c10::BFloat16* p) {
-  __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
-}
-__attribute__((target("avx512f"))) inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+using widening::load16;
 
 // out{0,1}[r] = dot(weight row {0,1}, x row r) for R left rows (widened to fp32, K apart).
 template <int R, typename T>
@@ -63,19 +61,17 @@ TwoRowsFn<T> twoRowsKernel(int rows) {
 template <typename T>
 void weightRows(const T* weight, const float* x, const T* bias, int64_t M, int64_t K, int64_t N, T* out,
                 int64_t begin, int64_t end) {
+  const TwoRowsFn<T> kernel = twoRowsKernel<T>(static_cast<int>(M));
   float dots[2][kRowsPerPass];
   for (int64_t n = begin; n < end; n += 2) {
     const T* w0 = weight + n * K;
     const T* w1 = n + 1 < end ? w0 + K : w0;
+    kernel(w0, w1, x, K, dots[0], dots[1]);
     const float bias0 = bias ? static_cast<float>(bias[n]) : 0.f;
     const float bias1 = bias && n + 1 < end ? static_cast<float>(bias[n + 1]) : 0.f;
-    for (int64_t m0 = 0; m0 < M; m0 += kRowsPerPass) {
-      const int rows = static_cast<int>(std::min<int64_t>(kRowsPerPass, M - m0));
-      twoRowsKernel<T>(rows)(w0, w1, x + m0 * K, K, dots[0], dots[1]);
-      for (int r = 0; r < rows; ++r) {
-        out[(m0 + r) * N + n] = static_cast<T>(dots[0][r] + bias0);
-        if (n + 1 < end) out[(m0 + r) * N + n + 1] = static_cast<T>(dots[1][r] + bias1);
-      }
+    for (int64_t r = 0; r < M; ++r) {
+      out[r * N + n] = static_cast<T>(dots[0][r] + bias0);
+      if (n + 1 < end) out[r * N + n + 1] = static_cast<T>(dots[1][r] + bias1);
     }
   }
 }

@@ -13,7 +13,7 @@
 namespace torch_neuronx {
 
 // Up to a batch of 8 rows the streamed product beats the CPU's GEMM here
-// (alone, 1.8x fp32 and 1.2x bf16 at 8 rows; less in benchmarks/bench_matmul.py,
+// (alone, 1.7x fp32 and 1.2x bf16 at 8 rows; less in benchmarks/bench_matmul.py,
 // whose CPU GEMMs leave OpenBLAS's worker spinning on the other core). fp32
 // would still gain at 16, but it sums in another order than the CPU's GEMM:
 // products over a prompt keep the CPU's rounding, since chaotic models (HRM,

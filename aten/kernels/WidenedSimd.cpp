@@ -8,21 +8,13 @@
 #include <string>
 #include <utility>
 
+#include "aten/kernels/WideningLoads.h"
+
 namespace torch_neuronx {
 namespace {
 
-// bf16 is the top half of an fp32: widening is a 16-bit shift.
-__attribute__((target("avx512f"))) inline __m512 load16(const c10::BFloat16* p) {
-  __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
-}
-__attribute__((target("avx512f"))) inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
-
-__attribute__((target("avx2"))) inline __m256 load8(const c10::BFloat16* p) {
-  __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
-}
-__attribute__((target("avx2"))) inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+using widening::load16;
+using widening::load8;
 
 template <typename X, typename Y>
 float dotScalar(const X* x, const Y* y, int64_t begin, int64_t n) {

@@ -10,8 +10,8 @@
 #include <torch/library.h>
 
 #include "aten/core/KernelMemory.h"
-#include "aten/ops/CpuAlias.h"
 #include "aten/kernels/DecodeAttention.h"
+#include "aten/ops/CpuAlias.h"
 #include "aten/ops/DeviceOfCall.h"
 
 namespace torch_neuronx {

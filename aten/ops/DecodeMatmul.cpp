@@ -15,31 +15,33 @@
 namespace torch_neuronx {
 namespace {
 
-enum class DecodeShape { kNone, kRowsTimesWeight, kRowsTimesMatrix };
+// The kernel that computes a decode-shaped product, chosen once from the shapes.
+enum class DecodeKernel { kNone, kBf16Gemv, kAmxBf16, kFewRows, kRowsTimesMatrix };
 
-DecodeShape decodeShapeOf(const at::Tensor& left, const at::Tensor& right, const at::Tensor& bias) {
+DecodeKernel chooseKernel(const at::Tensor& left, const at::Tensor& right, const at::Tensor& bias) {
   if (left.dim() != 2 || right.dim() != 2 || left.size(1) != right.size(0) || left.size(0) < 1) {
-    return DecodeShape::kNone;
+    return DecodeKernel::kNone;
   }
   const auto dtype = left.scalar_type();
   if ((dtype != at::kFloat && dtype != at::kBFloat16) || right.scalar_type() != dtype || left.stride(1) != 1) {
-    return DecodeShape::kNone;
+    return DecodeKernel::kNone;
   }
   if (bias.defined() && (bias.scalar_type() != dtype || bias.dim() != 1 || bias.size(0) != right.size(1) ||
                          !bias.is_contiguous())) {
-    return DecodeShape::kNone;
+    return DecodeKernel::kNone;
   }
   const int64_t rows = left.size(0);
-  const bool weight_transposed = right.stride(0) == 1 && right.stride(1) == right.size(0);
-  if (weight_transposed && rows == 1 && dtype == at::kBFloat16) return DecodeShape::kRowsTimesWeight;
-  if (weight_transposed && rows <= kAmxRows && dtype == at::kBFloat16 && left.size(1) % 32 == 0 && hasAmxBf16()) {
-    return DecodeShape::kRowsTimesWeight;
+  const bool bf16 = dtype == at::kBFloat16;
+  if (right.stride(0) == 1 && right.stride(1) == right.size(0)) {  // W^T of a contiguous weight W [N, K]
+    // One bf16 row: the GEMV is as fast as the tile unit, and runs on every CPU.
+    if (bf16 && rows == 1) return DecodeKernel::kBf16Gemv;
+    if (bf16 && rows <= kAmxRows && left.size(1) % 32 == 0 && hasAmxBf16()) return DecodeKernel::kAmxBf16;
+    if (rows <= kFewRows && hasFewRowsGemm()) return DecodeKernel::kFewRows;
+    return DecodeKernel::kNone;
   }
-  if (weight_transposed && rows <= kFewRows && hasFewRowsGemm()) return DecodeShape::kRowsTimesWeight;
   // bf16 rows beyond the first widen the matrix again each: a loss against oneDNN from 4 rows on.
-  const int64_t max_matrix_rows = dtype == at::kFloat ? kFewRows : 1;
-  if (right.is_contiguous() && rows <= max_matrix_rows) return DecodeShape::kRowsTimesMatrix;
-  return DecodeShape::kNone;
+  if (right.is_contiguous() && rows <= (bf16 ? 1 : kFewRows)) return DecodeKernel::kRowsTimesMatrix;
+  return DecodeKernel::kNone;
 }
 
 template <typename T>
@@ -48,41 +50,34 @@ const T* dataOrNull(const at::Tensor& t) {
 }
 
 template <typename T>
-void rowsTimesWeight(const at::Tensor& left, const at::Tensor& right, const at::Tensor& bias, at::Tensor& out) {
+void runKernel(DecodeKernel kernel, const at::Tensor& left, const at::Tensor& right, const at::Tensor& bias,
+               at::Tensor& out) {
   const int64_t rows = left.size(0), K = left.size(1), N = right.size(1);
-  // right is W^T: W [N, K] starts at right's data, rows K apart.
+  const T* x = left.const_data_ptr<T>();
+  const T* matrix = right.const_data_ptr<T>();  // for W^T: W [N, K] starts here, rows K apart
+  T* y = out.mutable_data_ptr<T>();
   if constexpr (std::is_same_v<T, c10::BFloat16>) {
-    if (rows > 1 && K % 32 == 0 && hasAmxBf16()) {
-      amxFewRowsTimesWeight(left.const_data_ptr<T>(), left.stride(0), rows, right.const_data_ptr<T>(),
-                            dataOrNull<T>(bias), out.mutable_data_ptr<T>(), N, K);
-      return;
-    }
-    if (rows == 1) {  // as fast as the tile unit at one row, and on every CPU
-      bf16Gemv(right.const_data_ptr<T>(), left.const_data_ptr<T>(), dataOrNull<T>(bias), out.mutable_data_ptr<T>(),
-               N, K);
-      return;
+    if (kernel == DecodeKernel::kBf16Gemv) return bf16Gemv(matrix, x, dataOrNull<T>(bias), y, N, K);
+    if (kernel == DecodeKernel::kAmxBf16) {
+      return amxFewRowsTimesWeight(x, left.stride(0), rows, matrix, dataOrNull<T>(bias), y, N, K);
     }
   }
-  fewRowsTimesWeight(left.const_data_ptr<T>(), left.stride(0), rows, right.const_data_ptr<T>(), dataOrNull<T>(bias),
-                     out.mutable_data_ptr<T>(), N, K);
+  if (kernel == DecodeKernel::kFewRows) {
+    return fewRowsTimesWeight(x, left.stride(0), rows, matrix, dataOrNull<T>(bias), y, N, K);
+  }
+  rowsTimesMatrix(x, left.stride(0), rows, matrix, dataOrNull<T>(bias), y, K, N);
 }
 
 }  // namespace
 
 std::optional<at::Tensor> decodeProduct(const at::Tensor& left, const at::Tensor& right, const at::Tensor& bias) {
-  const DecodeShape shape = decodeShapeOf(left, right, bias);
-  if (shape == DecodeShape::kNone) return std::nullopt;
+  const DecodeKernel kernel = chooseKernel(left, right, bias);
+  if (kernel == DecodeKernel::kNone) return std::nullopt;
   at::Tensor out = at::empty({left.size(0), right.size(1)}, left.options());
-  const bool bf16 = left.scalar_type() == at::kBFloat16;
-  if (shape == DecodeShape::kRowsTimesWeight) {
-    bf16 ? rowsTimesWeight<c10::BFloat16>(left, right, bias, out) : rowsTimesWeight<float>(left, right, bias, out);
-  } else if (bf16) {
-    rowsTimesMatrix(left.const_data_ptr<c10::BFloat16>(), left.stride(0), left.size(0),
-                    right.const_data_ptr<c10::BFloat16>(), dataOrNull<c10::BFloat16>(bias),
-                    out.mutable_data_ptr<c10::BFloat16>(), right.size(0), right.size(1));
+  if (left.scalar_type() == at::kBFloat16) {
+    runKernel<c10::BFloat16>(kernel, left, right, bias, out);
   } else {
-    rowsTimesMatrix(left.const_data_ptr<float>(), left.stride(0), left.size(0), right.const_data_ptr<float>(),
-                    dataOrNull<float>(bias), out.mutable_data_ptr<float>(), right.size(0), right.size(1));
+    runKernel<float>(kernel, left, right, bias, out);
   }
   return out;
 }

@@ -1,7 +1,8 @@
 // Matrix products in the shapes of decoding: one row (batch 1) or a few rows
-// (a batch of up to kFewRows, or kAmxRows in bf16 on AMX) times a weight. A general GEMM packs the whole
-// weight before using it once; the device's kernels (aten/kernels/) stream
-// it, as a bandwidth-bound NeuronCore kernel would, 2-3x faster here.
+// (a batch of up to kFewRows, or kAmxRows in bf16 on AMX) times a weight. A
+// general GEMM packs the whole weight before using it once; the device's
+// kernels (aten/kernels/) stream it, as a bandwidth-bound NeuronCore kernel
+// would, 2-3x faster here.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -13,11 +14,10 @@ namespace torch_neuronx {
 // left [M, K] @ right [K, N] (+ bias [N]) on the device's own kernel, for CPU
 // tensors (aliases of device memory): right is either the transpose of a
 // contiguous weight W [N, K] (as F.linear passes it) with M <= kFewRows (bf16
-// with AMX and K a multiple of 32: M <= kAmxRows), or a
-// contiguous matrix [K, N] (x @ W) with M <= kFewRows in fp32, M == 1 in
-// bf16; fp32 or bf16 throughout;
-// bias undefined or contiguous [N]. nullopt when the shapes are not these:
-// the caller runs the CPU GEMM. The result is fresh and contiguous.
+// with AMX and K a multiple of 32: M <= kAmxRows), or a contiguous matrix
+// [K, N] (x @ W) with M <= kFewRows in fp32, M == 1 in bf16; fp32 or bf16
+// throughout; bias undefined or contiguous [N]. nullopt when the shapes are
+// not these: the caller runs the CPU GEMM. The result is fresh and contiguous.
 std::optional<at::Tensor> decodeProduct(const at::Tensor& left, const at::Tensor& right, const at::Tensor& bias);
 
 }  // namespace torch_neuronx

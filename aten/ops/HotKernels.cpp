@@ -5,7 +5,6 @@
 #include <ATen/core/Tensor.h>
 #include <c10/util/string_view.h>
 
-#include <ATen/ops/empty.h>
 #include <ATen/ops/add_cpu_dispatch.h>
 #include <ATen/ops/addmm_cpu_dispatch.h>
 #include <ATen/ops/bmm_cpu_dispatch.h>
@@ -17,9 +16,8 @@
 
 #include "aten/core/KernelMemory.h"
 #include "aten/ops/CpuAlias.h"
-#include "aten/ops/DeviceOfCall.h"
-#include "aten/ops/FallbackAccounting.h"
 #include "aten/ops/DecodeMatmul.h"
+#include "aten/ops/DeviceOfCall.h"
 
 namespace torch_neuronx {
 namespace {
