@@ -23,7 +23,7 @@ bench:
 build: $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS) >/dev/null || cmake --build $(BUILD_DIR) -j 1
 	@test -f torch_neuronx/_C$$($(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
-	@test -d torch_neuronx.egg-info || $(PYTHON) setup.py -q egg_info >/dev/null 2>&1
+	@test torch_neuronx.egg-info/entry_points.txt -nt setup.py || $(PYTHON) setup.py -q egg_info >/dev/null 2>&1
 
 $(BUILD_DIR)/build.ninja: CMakeLists.txt
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DPython3_EXECUTABLE=$$(command -v $(PYTHON)) >/dev/null

@@ -11,6 +11,8 @@ from setuptools import find_packages, setup
 
 ENTRY_POINTS = {
     "torch.backends": ["neuron = torch_neuronx:_autoload"],
+    # Loaded by Dynamo the first time a compile names backend="neuron".
+    "torch_dynamo_backends": ["neuron = torch_neuronx.compile.entry:neuron"],
 }
 
 

@@ -7,9 +7,10 @@
 # is there) and the packages the project needs are installed inside it.
 set -euo pipefail
 
-ROOTFS="${TORCH_NEURONX_ROOTFS:-/var/cache/torch-neuronx/sid-rootfs}"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+ROOTFS="$TORCH_NEURONX_ROOTFS"
 MIRROR="${TORCH_NEURONX_MIRROR:-http://deb.debian.org/debian}"
-STAMP="$ROOTFS/.torch-neuronx-provisioned-v2"
+STAMP="$TORCH_NEURONX_READY_MARK"
 
 # libsleef-dev: the header of Inductor's vectorised CPU kernels (see
 # torch_neuronx/compile/vector_isa.py).
@@ -23,15 +24,6 @@ PACKAGES=(
 )
 
 log() { printf '[provision] %s\n' "$*" >&2; }
-
-host_has_torch() {
-  python3 - <<'PY' 2>/dev/null
-import sys
-import torch, transformers
-major, minor = (int(x) for x in torch.__version__.split(".")[:2])
-sys.exit(0 if (major, minor) >= (2, 14) else 1)
-PY
-}
 
 ensure_host_tools() {
   local missing=()
@@ -48,8 +40,8 @@ make_rootfs() {
   if [ ! -x "$ROOTFS/usr/bin/apt-get" ]; then
     log "debootstrap sid into $ROOTFS"
     rm -rf "$ROOTFS.partial"
-    mkdir -p "$(dirname "$ROOTFS")"
-    debootstrap --variant=minbase sid "$ROOTFS.partial" "$MIRROR" >/dev/null
+    mkdir -p "$(dirname "$ROOTFS")" "$APT_CACHE/partial"
+    debootstrap --variant=minbase --cache-dir="$APT_CACHE" sid "$ROOTFS.partial" "$MIRROR" >/dev/null
     rm -rf "$ROOTFS"
     mv "$ROOTFS.partial" "$ROOTFS"
   fi
@@ -62,7 +54,9 @@ install_packages() {
   local inside=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
                 DEBIAN_FRONTEND=noninteractive)
   local mounts=(--bind "$ROOTFS" / --dev /dev --proc /proc --perms 1777 --tmpfs /tmp
-                --ro-bind /etc/resolv.conf /etc/resolv.conf)
+                --ro-bind /etc/resolv.conf /etc/resolv.conf
+                --bind "$APT_CACHE" /var/cache/apt/archives)
+  mkdir -p "$ROOTFS/var/cache/apt/archives" "$APT_CACHE/partial"
   bwrap "${mounts[@]}" "${inside[@]}" \
     apt-get -o Acquire::Check-Valid-Until=false -qq update
   bwrap "${mounts[@]}" "${inside[@]}" \
@@ -76,6 +70,8 @@ main() {
     exit 0
   fi
   [ -f "$STAMP" ] && exit 0
+  mkdir -p "$TORCH_NEURONX_APT_CACHE"
+  APT_CACHE="$(cd "$TORCH_NEURONX_APT_CACHE" && pwd)"  # debootstrap wants it absolute
   ensure_host_tools
   make_rootfs
   install_packages

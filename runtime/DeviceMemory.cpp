@@ -1,9 +1,12 @@
 #include "DeviceMemory.h"
 
+#include "BlockOwners.h"
+
 #include <sys/mman.h>
 
 #include <cstdlib>
 #include <sstream>
+#include <utility>
 
 namespace nrt {
 namespace {
@@ -46,8 +49,14 @@ void Stat::decrease(int64_t amount) {
   freed += amount;
 }
 
-DeviceMemory::DeviceMemory(int device, std::size_t capacity)
-    : device_(device), hbm_bytes_(capacity), capacity_(capacity) {}
+DeviceMemory::DeviceMemory(int device, std::size_t capacity, std::function<void()> claim)
+    : device_(device), hbm_bytes_(capacity), capacity_(capacity), claim_(std::move(claim)) {}
+
+void DeviceMemory::claimLocked() {
+  if (claimed_) return;
+  if (claim_) claim_();
+  claimed_ = true;
+}
 
 DeviceMemory::~DeviceMemory() {
   // Live blocks may still be referenced by tensors that outlive the runtime at
@@ -101,12 +110,14 @@ void* DeviceMemory::allocateLocked(std::size_t size, bool quiet) {
       releaseCachedLocked();
       if (!fits()) throwOutOfMemory(rounded);
     }
+    claimLocked();
     ptr = allocateSegment(rounded);
     if (!ptr) {
       if (quiet) return nullptr;
       throwOutOfMemory(rounded);
     }
     segments_.emplace(ptr, rounded);
+    noteBlockOwner(ptr, device_);
     ++stats_.num_device_alloc;
     stats_.segment.increase(1);
     stats_.reserved_bytes.increase(static_cast<int64_t>(rounded));
@@ -149,6 +160,7 @@ bool DeviceMemory::freeIfOwned(void* ptr) {
 
 void DeviceMemory::chargeExternal(std::size_t size) {
   std::lock_guard<std::mutex> lock(mutex_);
+  claimLocked();
   if (static_cast<std::size_t>(stats_.reserved_bytes.current) + size > capacity_) {
     if (!cached_.empty()) {
       ++stats_.num_alloc_retries;
@@ -181,6 +193,7 @@ void DeviceMemory::releaseExternal(std::size_t size) {
 void DeviceMemory::releaseCachedLocked() {
   for (auto& [size, ptr] : cached_) {
     segments_.erase(ptr);
+    forgetBlockOwner(ptr);
     std::free(ptr);
     ++stats_.num_device_free;
     stats_.segment.decrease(1);

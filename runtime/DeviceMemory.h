@@ -10,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -51,7 +52,9 @@ struct MemoryStats {
 
 class DeviceMemory {
  public:
-  DeviceMemory(int device, std::size_t capacity);
+  // `claim` runs before the core's first memory is taken and may throw (the
+  // core belongs to another process); it runs again on the next request.
+  DeviceMemory(int device, std::size_t capacity, std::function<void()> claim = {});
   ~DeviceMemory();
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
@@ -91,10 +94,13 @@ class DeviceMemory {
   void* allocateLocked(std::size_t size, bool quiet);
   void releaseCachedLocked();
   [[noreturn]] void throwOutOfMemory(std::size_t rounded);
+  void claimLocked();
 
   const int device_;
   const std::size_t hbm_bytes_;
   std::size_t capacity_;
+  std::function<void()> claim_;
+  bool claimed_ = false;
   mutable std::mutex mutex_;
   std::unordered_map<void*, std::size_t> segments_;  // every segment held -> its size
   std::unordered_map<void*, std::size_t> live_;      // segments in use -> requested bytes

@@ -1,6 +1,8 @@
 #include "Runtime.h"
 
 #include <stdexcept>
+
+#include "CoreClaim.h"
 #include <string>
 
 namespace nrt {
@@ -14,7 +16,9 @@ Runtime::Runtime() {
   const Topology& topology = Topology::instance();
   if (!topology.valid()) return;
   for (int i = 0; i < topology.coreCount(); ++i) {
-    memories_.push_back(std::make_unique<DeviceMemory>(i, topology.core(i).hbm_bytes));
+    const LogicalCore& core = topology.core(i);
+    auto claim = [core] { claimPhysicalCores(core.logical_id, core.chip, core.physical_first, core.physical_count); };
+    memories_.push_back(std::make_unique<DeviceMemory>(i, core.hbm_bytes, claim));
   }
 }
 

@@ -11,10 +11,13 @@ namespace {
 constexpr std::size_t kGiB = std::size_t{1} << 30;
 
 PlatformSpec platformNamed(const std::string& name) {
-  if (name == "trn2") return {"trn2", 8, 96 * kGiB, 2, 667.0 / 8};
-  if (name == "trn1") return {"trn1", 2, 32 * kGiB, 1, 190.0 / 2};
+  // Dense BF16 TFLOPS per chip, from AWS's architecture pages (Trainium,
+  // Trainium2, Trainium3).
+  if (name == "trn2") return {"trn2", "NeuronCore-v3", 8, 96 * kGiB, 2, 667.0 / 8};
+  if (name == "trn3") return {"trn3", "NeuronCore-v4", 8, 144 * kGiB, 2, 671.0 / 8};
+  if (name == "trn1") return {"trn1", "NeuronCore-v2", 2, 32 * kGiB, 1, 190.0 / 2};
   throw std::invalid_argument("TORCH_NEURONX_PLATFORM='" + name +
-                              "' is not a known platform (expected trn2 or trn1)");
+                              "' is not a known platform (expected trn2, trn3 or trn1)");
 }
 
 int parsePositiveInt(const std::string& text, const char* variable) {
@@ -93,6 +96,12 @@ Topology Topology::fromEnvironment(const char* platform, const char* chips,
   }
   const int per_chip = t.logicalCoresPerChip();
   const int total = per_chip * t.chips_;
+  if (total > kMaxLogicalCores && !(visible && *visible) && !(num_cores && *num_cores)) {
+    throw std::invalid_argument(
+        "TORCH_NEURONX_CHIPS=" + std::to_string(t.chips_) + " at LNC=" + std::to_string(t.lnc_) + " gives " +
+        std::to_string(total) + " logical NeuronCores, more than the " + std::to_string(kMaxLogicalCores) +
+        " one process can use; select some with NEURON_RT_VISIBLE_CORES or NEURON_RT_NUM_CORES");
+  }
 
   std::vector<int> ids;
   if (visible && *visible) {
@@ -116,6 +125,11 @@ Topology Topology::fromEnvironment(const char* platform, const char* chips,
                                   " logical NeuronCores (0-" + std::to_string(total - 1) + ")");
     }
     t.cores_.push_back({id, id / per_chip, (id % per_chip) * t.lnc_, t.lnc_, hbm_per_physical * t.lnc_});
+  }
+  if (t.coreCount() > kMaxLogicalCores) {
+    throw std::invalid_argument("NEURON_RT_VISIBLE_CORES selects " + std::to_string(t.coreCount()) +
+                                " logical NeuronCores, more than the " + std::to_string(kMaxLogicalCores) +
+                                " one process can use");
   }
   return t;
 }
@@ -144,8 +158,7 @@ const LogicalCore& Topology::core(int index) const {
 }
 
 std::string Topology::deviceName() const {
-  const char* generation = platform_.name == "trn1" ? "NeuronCore-v2" : "NeuronCore-v3";
-  return std::string(generation) + " (" + platform_.name + ", LNC=" + std::to_string(lnc_) + ")";
+  return platform_.core_generation + " (" + platform_.name + ", LNC=" + std::to_string(lnc_) + ")";
 }
 
 }  // namespace nrt

@@ -3,8 +3,9 @@
 //   NEURON_LOGICAL_NC_CONFIG  1 or 2 physical cores per logical core (trn2 default 2)
 //   NEURON_RT_VISIBLE_CORES   logical core ids, e.g. "0", "1-2", "0,2"
 //   NEURON_RT_NUM_CORES       number of cores to take, starting at core 0
-// The emulator adds TORCH_NEURONX_PLATFORM (trn2 | trn1) and
-// TORCH_NEURONX_CHIPS (chips per instance, default 1).
+// The emulator adds TORCH_NEURONX_PLATFORM (trn2 | trn3 | trn1) and
+// TORCH_NEURONX_CHIPS (chips per instance, default 1; trn2.48xlarge and
+// trn1.32xlarge have 16).
 #pragma once
 
 #include <cstddef>
@@ -13,8 +14,14 @@
 
 namespace nrt {
 
+// The most logical NeuronCores one process can see: a trn2.48xlarge at LNC=1
+// (16 chips x 8). Every per-core table of the plugin is sized by it; PyTorch
+// numbers devices with an int8_t, so 128 is also the most it can address.
+inline constexpr int kMaxLogicalCores = 128;
+
 struct PlatformSpec {
   std::string name;               // "trn2"
+  std::string core_generation;    // "NeuronCore-v3"
   int physical_cores_per_chip;    // 8 on trn2
   std::size_t hbm_bytes_per_chip; // 96 GiB on trn2
   int default_lnc;                // 2 on trn2

@@ -11,8 +11,13 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-import torch
+# A NeuronCore belongs to one process at a time (runtime/CoreClaim.h), but
+# this suite runs child processes on the cores that pytest's own process is
+# using; they share. test_core_claims.py runs children without it.
+os.environ.setdefault("TORCH_NEURONX_SHARE_CORES", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 # Environment variables that change what the plugin does at start-up. Child
 # processes get none of them unless a test sets them explicitly.

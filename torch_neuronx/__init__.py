@@ -33,9 +33,7 @@ def _register() -> None:
 
     torch._register_device_module("neuron", neuron)
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
-    from . import compile as _compile
-
-    _compile.register()
+    # Dynamo and Inductor learn about the device lazily (compile/registration.py).
     from . import distributed as _distributed
 
     _distributed.register()

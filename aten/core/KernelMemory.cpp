@@ -3,6 +3,7 @@
 #include <c10/core/CPUAllocator.h>
 
 #include "aten/core/NeuronAllocator.h"
+#include "runtime/BlockOwners.h"
 #include "runtime/Copy.h"
 #include "runtime/Runtime.h"
 
@@ -16,11 +17,10 @@ c10::Allocator* host_allocator = nullptr;  // torch's CPU allocator
 // it must tell device blocks from host ones.
 void freeAnyBlock(void* ptr) {
   if (!ptr) return;
-  auto& runtime = nrt::Runtime::instance();
-  for (int device = 0; device < runtime.deviceCount(); ++device) {
-    if (runtime.memory(device).freeIfOwned(ptr)) return;
-  }
-  host_allocator->raw_deallocate(ptr);
+  const int device = nrt::blockOwner(ptr);
+  if (device < 0) return host_allocator->raw_deallocate(ptr);
+  // A device segment that is not live is a double free: never hand it to the host.
+  nrt::Runtime::instance().memory(device).freeIfOwned(ptr);
 }
 
 class ScopeAwareCpuAllocator final : public c10::Allocator {

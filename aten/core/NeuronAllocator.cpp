@@ -13,8 +13,6 @@
 namespace torch_neuronx {
 namespace {
 
-constexpr int kMaxDevices = 64;
-
 // One deleter per core, so that the DataPtr needs no context object.
 template <int Device>
 void freeOn(void* ptr) {
@@ -26,7 +24,7 @@ constexpr std::array<c10::DeleterFnPtr, sizeof...(Devices)> makeDeleters(std::in
   return {&freeOn<Devices>...};
 }
 
-constexpr auto kDeleters = makeDeleters(std::make_integer_sequence<int, kMaxDevices>{});
+constexpr auto kDeleters = makeDeleters(std::make_integer_sequence<int, nrt::kMaxLogicalCores>{});
 
 nrt::DeviceMemory& memoryOf(c10::DeviceIndex device) {
   try {
@@ -60,7 +58,7 @@ void releaseAdopted(void* context) {
 }  // namespace
 
 c10::DataPtr NeuronAllocator::allocateOn(c10::DeviceIndex device, size_t nbytes) {
-  TORCH_CHECK(device >= 0 && device < kMaxDevices, "invalid neuron device index ", static_cast<int>(device));
+  checkDeviceIndex(device);
   void* ptr = nullptr;
   try {
     ptr = memoryOf(device).allocate(nbytes);
@@ -142,9 +140,10 @@ class AliasGrowthAllocator final : public c10::Allocator {
 }  // namespace
 
 c10::Allocator& aliasGrowthAllocator(c10::DeviceIndex device) {
-  static std::array<AliasGrowthAllocator, kMaxDevices> allocators = [] {
-    std::array<AliasGrowthAllocator, kMaxDevices> all;
-    for (int i = 0; i < kMaxDevices; ++i) all[i].device = static_cast<c10::DeviceIndex>(i);
+  checkDeviceIndex(device);
+  static std::array<AliasGrowthAllocator, nrt::kMaxLogicalCores> allocators = [] {
+    std::array<AliasGrowthAllocator, nrt::kMaxLogicalCores> all;
+    for (int i = 0; i < nrt::kMaxLogicalCores; ++i) all[i].device = static_cast<c10::DeviceIndex>(i);
     return all;
   }();
   return allocators.at(device);

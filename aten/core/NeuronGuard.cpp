@@ -1,6 +1,8 @@
 #include "aten/core/NeuronGuard.h"
 
+#include <algorithm>
 #include <array>
+#include <limits>
 
 #include <c10/util/Exception.h>
 
@@ -9,31 +11,43 @@
 namespace torch_neuronx {
 namespace {
 
-constexpr int kMaxDevices = 64;
 thread_local c10::DeviceIndex tls_device = 0;
 // Current stream id per core, per thread (0 = the core's default stream).
-thread_local std::array<nrt::StreamId, kMaxDevices> tls_streams{};
+thread_local std::array<nrt::StreamId, nrt::kMaxLogicalCores> tls_streams{};
 
 c10::DeviceIndex resolve(c10::DeviceIndex index) { return index < 0 ? currentDevice() : index; }
+
+// The index of a core whose per-thread state is read or written.
+c10::DeviceIndex checked(c10::DeviceIndex index) {
+  const auto device = resolve(index);
+  checkDeviceIndex(device);
+  return device;
+}
 
 nrt::Event* asEvent(void* event) { return static_cast<nrt::Event*>(event); }
 
 }  // namespace
 
-c10::DeviceIndex deviceCount() noexcept {
+int visibleCoreCount() noexcept {
   try {
-    return static_cast<c10::DeviceIndex>(nrt::Runtime::instance().deviceCount());
+    return nrt::Runtime::instance().deviceCount();
   } catch (...) {
     return 0;
   }
 }
 
-void checkDeviceIndex(c10::DeviceIndex device) {
+c10::DeviceIndex deviceCount() noexcept {
+  constexpr int kLargest = std::numeric_limits<c10::DeviceIndex>::max();
+  return static_cast<c10::DeviceIndex>(std::min(visibleCoreCount(), kLargest));
+}
+
+void checkDeviceIndex(int device) {
   const auto& topology = nrt::Topology::instance();
   TORCH_CHECK(topology.valid(), "the NeuronCore topology is invalid: ", topology.error());
-  TORCH_CHECK_INDEX(device >= 0 && device < deviceCount(), "neuron:", static_cast<int>(device),
-                    " is not a valid device: ", static_cast<int>(deviceCount()),
-                    " NeuronCore(s) are visible (valid indices 0..", static_cast<int>(deviceCount()) - 1, ")");
+  const int count = visibleCoreCount();
+  TORCH_CHECK_INDEX(device >= 0 && device < count, "neuron:", device,
+                    " is not a valid device: ", count, " NeuronCore(s) are visible (valid indices 0..", count - 1,
+                    ")");
 }
 
 c10::DeviceIndex currentDevice() { return tls_device; }
@@ -57,18 +71,18 @@ void NeuronGuardImpl::setDevice(c10::Device device) const {
 }
 
 void NeuronGuardImpl::uncheckedSetDevice(c10::Device device) const noexcept {
-  if (device.index() >= 0 && device.index() < kMaxDevices) tls_device = device.index();
+  if (device.index() >= 0 && device.index() < visibleCoreCount()) tls_device = device.index();
 }
 
 c10::DeviceIndex NeuronGuardImpl::deviceCount() const noexcept { return torch_neuronx::deviceCount(); }
 
 c10::Stream NeuronGuardImpl::getStream(c10::Device device) const {
-  const auto index = resolve(device.index());
+  const auto index = checked(device.index());
   return c10::Stream(c10::Stream::UNSAFE, {kType, index}, tls_streams[index]);
 }
 
 c10::Stream NeuronGuardImpl::getDefaultStream(c10::Device device) const {
-  return c10::Stream(c10::Stream::DEFAULT, {kType, resolve(device.index())});
+  return c10::Stream(c10::Stream::DEFAULT, {kType, checked(device.index())});
 }
 
 c10::Stream NeuronGuardImpl::getStreamFromGlobalPool(c10::Device device, bool isHighPriority) const {
@@ -76,29 +90,30 @@ c10::Stream NeuronGuardImpl::getStreamFromGlobalPool(c10::Device device, bool is
 }
 
 c10::Stream NeuronGuardImpl::getNewStream(c10::Device device, int priority) const {
-  const auto index = resolve(device.index());
-  checkDeviceIndex(index);
+  const auto index = checked(device.index());
   const auto id = nrt::Streams::instance().newStream(index, priority);
   return c10::Stream(c10::Stream::UNSAFE, {kType, index}, id);
 }
 
 c10::Stream NeuronGuardImpl::exchangeStream(c10::Stream stream) const {
-  const auto index = resolve(stream.device_index());
+  const auto index = checked(stream.device_index());
   const auto previous = c10::Stream(c10::Stream::UNSAFE, {kType, index}, tls_streams[index]);
   tls_streams[index] = stream.id();
   return previous;
 }
 
 bool NeuronGuardImpl::queryStream(const c10::Stream& stream) const {
+  checkDeviceIndex(stream.device_index());
   return nrt::Streams::instance().query(stream.device_index(), stream.id());
 }
 
 void NeuronGuardImpl::synchronizeStream(const c10::Stream& stream) const {
+  checkDeviceIndex(stream.device_index());
   nrt::Streams::instance().synchronize(stream.device_index(), stream.id());
 }
 
 void NeuronGuardImpl::synchronizeDevice(const c10::DeviceIndex device_index) const {
-  nrt::Streams::instance().synchronizeDevice(resolve(device_index));
+  nrt::Streams::instance().synchronizeDevice(checked(device_index));
 }
 
 void NeuronGuardImpl::destroyEvent(void* event, const c10::DeviceIndex /*device_index*/) const noexcept {

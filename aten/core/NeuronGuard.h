@@ -6,11 +6,17 @@
 
 namespace torch_neuronx {
 
+// Visible NeuronCores (up to nrt::kMaxLogicalCores).
+int visibleCoreCount() noexcept;
+// The same count in PyTorch's int8_t device numbering, which tops out at 127:
+// with 128 visible cores the last one is addressable (neuron:127) but the
+// count is not representable (docs/topology.md).
 c10::DeviceIndex deviceCount() noexcept;
 c10::DeviceIndex currentDevice();
 void setCurrentDevice(c10::DeviceIndex device);
 // Throws IndexError naming the index and how many cores are visible.
-void checkDeviceIndex(c10::DeviceIndex device);
+// Takes an int so that an index is checked before it is narrowed to int8_t.
+void checkDeviceIndex(int device);
 
 struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   static constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;

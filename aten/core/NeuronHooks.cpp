@@ -19,7 +19,7 @@ void NeuronHooks::init() const {
 }
 
 bool NeuronHooks::hasPrimaryContext(c10::DeviceIndex device_index) const {
-  return device_index >= 0 && device_index < deviceCount();
+  return device_index >= 0 && device_index < visibleCoreCount();
 }
 
 c10::DeviceIndex NeuronHooks::deviceCount() const { return torch_neuronx::deviceCount(); }

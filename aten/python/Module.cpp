@@ -50,7 +50,7 @@ py::dict topologyInfo() {
 }
 
 nrt::DeviceMemory& memory(int device) {
-  checkDeviceIndex(static_cast<c10::DeviceIndex>(device));
+  checkDeviceIndex(device);
   return nrt::Runtime::instance().memory(device);
 }
 
@@ -63,14 +63,15 @@ PYBIND11_MODULE(_C, m) {
   installKernelMemory();
   routeStructuredOpsToHostKernels();
   m.def("_topology", &topologyInfo);
-  m.def("_device_count", [] { return static_cast<int>(deviceCount()); });
-  m.def("_check_device", [](int device) { checkDeviceIndex(static_cast<c10::DeviceIndex>(device)); });
+  m.def("_device_count", [] { return visibleCoreCount(); });
+  m.def("_max_cores", [] { return nrt::kMaxLogicalCores; });
+  m.def("_check_device", [](int device) { checkDeviceIndex(device); });
   m.def("_capacity", [](int device) { return memory(device).capacity(); });
   m.def("_set_memory_fraction", [](double fraction, int device) { memory(device).setFraction(fraction); });
   m.def("_kernels_submitted", [](int device) { return nrt::Streams::instance().submitted(device); });
   m.def("_is_pinned", [](uintptr_t address) { return hostAllocator().isPinned(reinterpret_cast<void*>(address)); });
   m.def("_default_generator", [](int device) {
-    checkDeviceIndex(static_cast<c10::DeviceIndex>(device));
+    checkDeviceIndex(device);
     return py::reinterpret_steal<py::object>(
         THPGenerator_initDefaultGenerator(defaultGenerator(static_cast<c10::DeviceIndex>(device))));
   });

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "runtime/BlockOwners.h"
 #include "runtime/Copy.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/Stream.h"
@@ -128,4 +130,36 @@ TEST(DeviceMemory, AReusedLargerBlockChargesOnlyTheRequest) {
   EXPECT_EQ(memory.stats().reserved_bytes.current, 16384);
   memory.free(b);
   EXPECT_EQ(memory.stats().allocated_bytes.current, 0);
+}
+
+TEST(DeviceMemory, BlockOwnersNameTheCoreOfEverySegment) {
+  DeviceMemory core2(2, 64 * kMiB), core3(3, 64 * kMiB);
+  void* a = core2.allocate(1000);
+  void* b = core3.allocate(3 * kMiB);
+  int host_block = 0;
+  EXPECT_EQ(nrt::blockOwner(a), 2);
+  EXPECT_EQ(nrt::blockOwner(b), 3);
+  EXPECT_EQ(nrt::blockOwner(&host_block), -1);
+  core2.free(a);
+  EXPECT_EQ(nrt::blockOwner(a), 2);  // cached segments stay the core's
+  core2.emptyCache();
+  EXPECT_EQ(nrt::blockOwner(a), -1);  // released to the host
+  core3.free(b);
+}
+
+TEST(DeviceMemory, ClaimRunsBeforeTheFirstSegmentAndAgainAfterAFailure) {
+  int calls = 0;
+  bool refuse = true;
+  DeviceMemory memory(0, 64 * kMiB, [&] {
+    ++calls;
+    if (refuse) throw std::runtime_error("core busy");
+  });
+  EXPECT_THROW(memory.allocate(100), std::runtime_error);
+  EXPECT_EQ(memory.stats().allocation.current, 0);
+  refuse = false;
+  void* p = memory.allocate(100);
+  void* q = memory.allocate(100);
+  EXPECT_EQ(calls, 2);
+  memory.free(p);
+  memory.free(q);
 }

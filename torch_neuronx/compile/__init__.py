@@ -16,11 +16,6 @@ compile_records = report.records
 reset_compile_report = report.reset
 
 
-def register() -> None:
-    from torch._dynamo import register_backend
+from .registration import ensure_registered  # noqa: E402
 
-    from . import device_interface, inductor_device
-
-    device_interface.register()
-    inductor_device.register()
-    register_backend(neuron, name="neuron")
+register = ensure_registered

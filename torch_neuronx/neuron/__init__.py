@@ -173,3 +173,14 @@ def get_device_name(device: Any = None) -> str:
 def get_device_capability(device: Any = None) -> tuple[int, int]:
     props = get_device_properties(device)
     return props.major, props.minor
+
+
+def __getattr__(name: str):
+    # Inductor reads torch.neuron.Scheduling when it first lowers a graph for
+    # the device: the moment to register neuron with Dynamo and Inductor,
+    # which import torch.compile's whole stack (compile/registration.py).
+    if name == "Scheduling":
+        from ..compile.registration import inductor_scheduling
+
+        return inductor_scheduling()
+    raise AttributeError(f"module 'torch.neuron' has no attribute {name!r}")

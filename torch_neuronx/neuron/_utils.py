@@ -6,6 +6,15 @@ from typing import Any
 import torch
 
 
+def _checked(index: int) -> int:
+    # torch narrows indices to int8 further down; check before that can wrap.
+    if index >= 0:
+        from .. import _C
+
+        _C._check_device(index)
+    return index
+
+
 def _get_device_index(device: Any, optional: bool = False, allow_cpu: bool = False) -> int:
     """int | str | torch.device | None -> the NeuronCore index (current if unspecified)."""
     if device is None:
@@ -21,7 +30,7 @@ def _get_device_index(device: Any, optional: bool = False, allow_cpu: bool = Fal
             raise ValueError(f"expected a neuron device, got {device}")
         if device.index is None:
             return torch.accelerator.current_device_index()
-        return device.index
+        return _checked(device.index)
     if isinstance(device, int) and not isinstance(device, bool):
-        return device
+        return _checked(device)
     raise TypeError(f"cannot interpret {device!r} as a neuron device")
