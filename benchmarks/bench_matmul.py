@@ -1,7 +1,9 @@
 """3. Matmul: 2048x2048 fp32 and bf16 GFLOP/s (target neuron >= 1.0x CPU, and
-fp32 >= 70% of the FMA peak), the small-M decode shape (1x768)@(768x2048)
-fp32 as achieved GB/s (target >= 70% of the memcpy bandwidth measured in the
-same run), and fp32 at float32_matmul_precision("medium") (informational)."""
+fp32 >= 70% of the FMA peak), fp32 at float32_matmul_precision("medium")
+(informational), and decoding's products over weights larger than the caches:
+one row as achieved GB/s (target >= 60% fp32 / 50% bf16 of the read bandwidth
+measured in the same run), 2-8 rows against the CPU device (<= 1.0x time) and
+against the one-row pass (<= 1.5x)."""
 from __future__ import annotations
 
 import os
@@ -15,7 +17,6 @@ from common import NEURON, Row, fmt_time  # noqa: E402
 
 N = 2048
 PEAK_FRACTION_TARGET = 0.70
-DECODE_FRACTION_TARGET = 0.70
 
 
 def _square(dtype: torch.dtype) -> tuple[dict[str, float], float]:
@@ -56,45 +57,53 @@ def run() -> list[Row]:
                     f"{medium[NEURON]:.1f}", medium[NEURON] / medium["cpu"], "fraction", None,
                     note="informational; 'medium' allows bf16 compute for fp32 matmuls"))
 
-    # Decode: (1x768) @ (768x2048) fp32, bound by reading the weight.
-    m, k, n = 1, 768, 2048
-    g = torch.Generator().manual_seed(0)
-    x, w = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
-    xn, wn = x.to(NEURON), w.to(NEURON)
-    inner = 500
-    t = common.time_interleaved({"cpu": lambda: torch.mm(x, w), NEURON: lambda: torch.mm(xn, wn)},
-                                inner=inner, warmup=1, reps=common.repeats(7))
-    nbytes = 4 * (k * n + m * k + m * n)
-    bound = common.memcpy_bandwidth()
-    gbs = {d: nbytes / s / 1e9 for d, s in t.items()}
-    rows.append(Row(f"decode ({m}x{k})@({k}x{n}) fp32, GB/s", f"{gbs['cpu']:.1f} ({fmt_time(t['cpu'])})",
-                    f"{gbs[NEURON]:.1f} ({fmt_time(t[NEURON])})", gbs[NEURON] / (bound / 1e9), "fraction",
-                    DECODE_FRACTION_TARGET, percent=True, noise=common.ratio_noise(t[NEURON]),
-                    contention=common.others_share(t[NEURON]),
-                    note=f"fraction of the memcpy bound {bound / 1e9:.1f} GB/s (CPU copy_ of 256 MiB, read+write); "
-                         f"weight is {k * n * 4 / 2**20:.1f} MiB, so it may be served from cache; "
-                         f"CPU achieves {gbs['cpu'] / (bound / 1e9) * 100:.0f}%"))
-    rows += [_batched_decode_row(dtype, batch) for dtype in (torch.float32, torch.bfloat16) for batch in (4, 8)]
+    for dtype in (torch.float32, torch.bfloat16):
+        rows += _decode_rows(dtype)
     return rows
 
 
-def _batched_decode_row(dtype: torch.dtype, batch: int) -> Row:
-    """F.linear of a few rows over 48 weights of 2048x768 (75M parameters, beyond the caches): batched decode."""
+WEIGHTS, OUT_FEATURES, IN_FEATURES = 48, 2048, 768  # 75M parameters: 288 MiB fp32, beyond any cache
+READ_FRACTION_TARGET = {torch.float32: 0.60, torch.bfloat16: 0.50}
+BATCH_SLOWDOWN_TARGET = 1.5  # a pass of 2-8 rows against one of 1 row: the weights are read once either way
+
+
+def _decode_rows(dtype: torch.dtype) -> list[Row]:
+    """F.linear of 1-8 rows over 48 weights of 2048x768 (decoding's products, bound by reading the weights):
+    one row as achieved GB/s against the machine's read bandwidth; 2-8 rows against the CPU device and
+    against the one-row pass."""
     g = torch.Generator().manual_seed(1)
-    weights = [torch.randn(2048, 768, generator=g).to(dtype) for _ in range(48)]
-    x = torch.randn(batch, 768, generator=g).to(dtype)
-    on = {"cpu": (weights, x), NEURON: ([w.to(NEURON) for w in weights], x.to(NEURON))}
-
-    def product(device):
-        ws, xs = on[device]
-        for w in ws:
-            torch.nn.functional.linear(xs, w)
-
-    t = common.time_interleaved({d: lambda d=d: product(d) for d in on}, warmup=1, reps=common.repeats(5))
+    weights = [torch.randn(OUT_FEATURES, IN_FEATURES, generator=g).to(dtype) for _ in range(WEIGHTS)]
+    on = {"cpu": weights, NEURON: [w.to(NEURON) for w in weights]}
+    weight_bytes = sum(w.numel() * w.element_size() for w in weights)
+    assert weight_bytes > 2 * common.last_level_cache_bytes(), "the weights must not fit in the caches"
     name = str(dtype).removeprefix("torch.")
-    return Row(f"linear {batch}x768 @ 48 weights 2048x768 {name} (batched decode), per pass", fmt_time(t["cpu"]),
-               fmt_time(t[NEURON]), t[NEURON] / t["cpu"], "time", None,
-               noise=common.ratio_noise(t["cpu"], t[NEURON]), contention=common.others_share(t[NEURON]))
+    bound = common.read_bandwidth()
+    rows, one_row = [], None
+    for batch in (1, 2, 4, 8):
+        x = torch.randn(batch, IN_FEATURES, generator=g).to(dtype)
+        xs = {"cpu": x, NEURON: x.to(NEURON)}
+
+        def product(device):
+            for w in on[device]:
+                torch.nn.functional.linear(xs[device], w)
+
+        t = common.time_interleaved({d: lambda d=d: product(d) for d in on}, warmup=1, reps=common.repeats(5))
+        noise, contention = common.ratio_noise(t["cpu"], t[NEURON]), common.others_share(t[NEURON])
+        label = f"linear {batch}x{IN_FEATURES} @ {WEIGHTS} weights {OUT_FEATURES}x{IN_FEATURES} {name}"
+        if batch == 1:
+            one_row = t[NEURON]
+            gbs = {d: weight_bytes / s / 1e9 for d, s in t.items()}
+            rows.append(Row(f"{label} (decode), GB/s", f"{gbs['cpu']:.1f} ({fmt_time(t['cpu'])})",
+                            f"{gbs[NEURON]:.1f} ({fmt_time(t[NEURON])})", gbs[NEURON] / (bound / 1e9), "fraction",
+                            READ_FRACTION_TARGET[dtype], percent=True, noise=noise, contention=contention,
+                            note=f"fraction of the read bandwidth {bound / 1e9:.1f} GB/s (sum of 1 GiB on all "
+                                 f"threads); CPU achieves {gbs['cpu'] / (bound / 1e9) * 100:.0f}%"))
+            continue
+        rows.append(Row(f"{label} (batched decode), per pass", fmt_time(t["cpu"]), fmt_time(t[NEURON]),
+                        t[NEURON] / t["cpu"], "time", 1.0, noise=noise, contention=contention))
+        rows.append(Row(f"{label}, neuron time against 1 row", fmt_time(one_row), fmt_time(t[NEURON]),
+                        t[NEURON] / one_row, "time", BATCH_SLOWDOWN_TARGET, noise=common.ratio_noise(t[NEURON])))
+    return rows
 
 
 if __name__ == "__main__":

@@ -154,6 +154,61 @@ def memcpy_bandwidth(nbytes: int = 256 * MiB, reps: int = 5) -> float:
     return _memcpy_cache[nbytes]
 
 
+_read_cache: Dict[int, float] = {}
+
+
+def read_bandwidth(nbytes: int = 1 << 30, reps: int = 5) -> float:
+    """Machine read bandwidth in bytes/s: the CPU device's sum() of nbytes of fp32 on all
+    torch threads, in wall time. Decoding reads its weights and writes almost nothing,
+    so this, not a copy (which also writes every byte), is its floor. Cached per size."""
+    if nbytes not in _read_cache:
+        data = torch.empty(nbytes // 4, dtype=torch.float32).fill_(1.0)
+        t = time_interleaved({"cpu": lambda: data.sum()}, warmup=2, reps=repeats(reps))["cpu"]
+        _read_cache[nbytes] = nbytes / t
+        del data
+    return _read_cache[nbytes]
+
+
+def last_level_cache_bytes() -> int:
+    """The largest CPU cache, from sysfs (32 MiB when the VM does not say)."""
+    sizes = []
+    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        try:
+            text = open(path).read().strip()
+            sizes.append(int(text[:-1]) * {"K": 1 << 10, "M": 1 << 20}.get(text[-1], 1))
+        except (OSError, ValueError):
+            continue
+    return max(sizes, default=32 * MiB)
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or "?"
+
+
+def cpu_features() -> str:
+    """The SIMD features that choose the device's kernels, as the CPU reports them."""
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = set(next(l for l in f if l.startswith("flags")).split(":", 1)[1].split())
+    except (OSError, StopIteration):
+        pass
+    wanted = ["avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"]
+    return " ".join(f for f in wanted if f in flags) or "none of avx2/avx512/amx"
+
+
+def simd_in_use() -> str:
+    """The level the device's kernels run at (TORCH_NEURONX_SIMD may lower the CPU's)."""
+    import torch_neuronx
+
+    forced = os.environ.get("TORCH_NEURONX_SIMD")
+    return torch_neuronx._C._simd_level() + (f" (forced by TORCH_NEURONX_SIMD={forced})" if forced else "")
+
+
 def fp32_peak_gflops() -> tuple[float, str]:
     """The fp32 FMA peak used for the matmul target, and where it came from.
 
@@ -197,12 +252,7 @@ def openblas_core() -> str:
 
 
 def environment_lines() -> List[str]:
-    model = platform.processor() or "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    model = cpu_model()
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
@@ -218,6 +268,8 @@ def environment_lines() -> List[str]:
         f"torch {torch.__version__}, CPU {model}, {os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}, "
         f"OpenBLAS core {openblas_core()} (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}), "
         f"neuron devices {torch.neuron.device_count()}",
+        f"CPU features {cpu_features()}; device kernels' SIMD level {simd_in_use()}; "
+        f"last-level cache {last_level_cache_bytes() / MiB:.0f} MiB",
         f"torch_neuronx at git {rev}, _C built {built}",
         f"load average at start: {load}",
     ]

@@ -179,8 +179,8 @@ def test_one_row_linear_bf16(rows, cols):
     close(got.float(), expected.float(), rtol=1e-2, atol=1e-2)
 
 
-@pytest.mark.parametrize("dtype,batch", [(torch.float32, 2), (torch.float32, 7), (torch.float32, 8),
-                                         (torch.float32, 9), (torch.bfloat16, 3), (torch.bfloat16, 8),
+@pytest.mark.parametrize("dtype,batch", [(torch.float32, 2), (torch.float32, 5), (torch.float32, 7), (torch.float32, 8),
+                                         (torch.float32, 9), (torch.bfloat16, 2), (torch.bfloat16, 3), (torch.bfloat16, 8),
                                          (torch.bfloat16, 16), (torch.bfloat16, 17)])
 @pytest.mark.parametrize("rows,cols", [(2048, 768), (1001, 33), (1001, 64), (5, 2049)])
 def test_few_row_linear(dtype, batch, rows, cols):
@@ -609,7 +609,7 @@ def test_decode_attention_large_cache_split_across_cores():
     torch.testing.assert_close(got.cpu().double(), _attention_reference(q, k, v, None, False), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("level", ["scalar", "avx2", "avx512"])
+@pytest.mark.parametrize("level", ["scalar", "avx2", "avx512", "avx512bf16"])
 def test_decode_kernels_under_each_simd_level(level):
     """The device's decode kernels on CPUs with less SIMD (TORCH_NEURONX_SIMD lowers the level this CPU uses):
     the one-row, few-row and row-times-matrix products and decode attention tests above, in a fresh process."""

@@ -97,7 +97,7 @@ void tailRows(const c10::BFloat16* left, int64_t left_stride, int64_t M, const c
 
 bool hasAmxBf16() {
   static const bool granted = requestTileState();
-  return granted && simdLevel() == SimdLevel::kAvx512Bf16;
+  return granted && simdLevel() == SimdLevel::kAmx;
 }
 
 void amxFewRowsTimesWeight(const c10::BFloat16* left, int64_t left_stride, int64_t M, const c10::BFloat16* weight,

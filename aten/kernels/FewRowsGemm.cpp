@@ -3,6 +3,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "aten/kernels/RowParallel.h"
@@ -12,66 +14,139 @@
 namespace torch_neuronx {
 namespace {
 
-constexpr int kRowsPerPass = 8;  // left rows whose accumulators stay in registers: 2 x 8 of AVX-512's 32
+constexpr int kRowsPerPass = 8;  // left rows whose accumulators stay in registers
 static_assert(kFewRows <= kRowsPerPass, "every left row of a product is in one pass");
 
 using widening::load16;
+using widening::load8;
 
-// out{0,1}[r] = dot(weight row {0,1}, x row r) for R left rows (widened to fp32, K apart).
-template <int R, typename T>
-__attribute__((target("avx512f"))) void twoWeightRows(const T* w0, const T* w1, const float* x, int64_t K,
-                                                      float* out0, float* out1) {
-  __m512 acc0[R], acc1[R];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+// W weight rows against R left rows at once: each left-row load feeds W
+// multiply-adds and each weight load R, so the loop is bound by reading the
+// weight rather than by loads. W x R accumulators stay in registers (AVX-512
+// has 32, AVX2 16); dots[i * R + r] = dot(weight row i, left row r).
+constexpr int avx512WeightRows(int R) { return R <= 6 ? 4 : 3; }
+constexpr int avx2WeightRows(int R) { return R <= 2 ? 4 : R == 3 ? 3 : R <= 6 ? 2 : 1; }
+
+__attribute__((target("avx2"))) inline float horizontalSum(__m256 v) {
+  __m128 half = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  half = _mm_hadd_ps(half, half);
+  return _mm_cvtss_f32(_mm_hadd_ps(half, half));
+}
+
+template <int W, int R, typename T>
+void scalarTail(const T* const* w, const float* x, int64_t K, int64_t k, float* dots) {
+  for (int i = 0; i < W; ++i) {
+    for (int r = 0; r < R; ++r) {
+      for (int64_t j = k; j < K; ++j) dots[i * R + r] += static_cast<float>(w[i][j]) * x[r * K + j];
+    }
+  }
+}
+
+template <int W, int R, typename T>
+__attribute__((target("avx512f"))) void blockAvx512(const T* const* w, const void* left, int64_t K, float* dots) {
+  const float* x = static_cast<const float*>(left);
+  __m512 acc[W][R];
+#pragma GCC unroll 32
+  for (int a = 0; a < W * R; ++a) acc[a / R][a % R] = _mm512_setzero_ps();
   int64_t k = 0;
   for (; k + 16 <= K; k += 16) {
-    const __m512 v0 = load16(w0 + k), v1 = load16(w1 + k);
+    __m512 v[W];
+#pragma GCC unroll 4
+    for (int i = 0; i < W; ++i) v[i] = load16(w[i] + k);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512 xr = _mm512_loadu_ps(x + r * K + k);
-      acc0[r] = _mm512_fmadd_ps(v0, xr, acc0[r]);
-      acc1[r] = _mm512_fmadd_ps(v1, xr, acc1[r]);
+#pragma GCC unroll 4
+      for (int i = 0; i < W; ++i) acc[i][r] = _mm512_fmadd_ps(v[i], xr, acc[i][r]);
     }
   }
-  for (int r = 0; r < R; ++r) {
-    float s0 = _mm512_reduce_add_ps(acc0[r]), s1 = _mm512_reduce_add_ps(acc1[r]);
-    for (int64_t j = k; j < K; ++j) {
-      s0 += static_cast<float>(w0[j]) * x[r * K + j];
-      s1 += static_cast<float>(w1[j]) * x[r * K + j];
+  for (int a = 0; a < W * R; ++a) dots[a] = _mm512_reduce_add_ps(acc[a / R][a % R]);
+  scalarTail<W, R>(w, x, K, k, dots);
+}
+
+template <int W, int R, typename T>
+__attribute__((target("avx2,fma"))) void blockAvx2(const T* const* w, const void* left, int64_t K, float* dots) {
+  const float* x = static_cast<const float*>(left);
+  __m256 acc[W][R];
+#pragma GCC unroll 16
+  for (int a = 0; a < W * R; ++a) acc[a / R][a % R] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    __m256 v[W];
+#pragma GCC unroll 4
+    for (int i = 0; i < W; ++i) v[i] = load8(w[i] + k);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256 xr = _mm256_loadu_ps(x + r * K + k);
+#pragma GCC unroll 4
+      for (int i = 0; i < W; ++i) acc[i][r] = _mm256_fmadd_ps(v[i], xr, acc[i][r]);
     }
-    out0[r] = s0;
-    out1[r] = s1;
   }
+  for (int a = 0; a < W * R; ++a) dots[a] = horizontalSum(acc[a / R][a % R]);
+  scalarTail<W, R>(w, x, K, k, dots);
+}
+
+// bf16 weights and bf16 left rows with AVX512-BF16: 32 exact products summed
+// into the fp32 lanes per instruction, as Bf16Gemv does for one row. The left
+// rows stay bf16 (half the bytes to load); K must be a multiple of 32.
+template <int W, int R>
+__attribute__((target("avx512f,avx512bf16"))) void blockBf16Pairs(const c10::BFloat16* const* w, const void* left,
+                                                                  int64_t K, float* dots) {
+  const c10::BFloat16* x = static_cast<const c10::BFloat16*>(left);
+  __m512 acc[W][R];
+#pragma GCC unroll 32
+  for (int a = 0; a < W * R; ++a) acc[a / R][a % R] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; k += 32) {
+    __m512bh v[W];
+#pragma GCC unroll 4
+    for (int i = 0; i < W; ++i) v[i] = (__m512bh)_mm512_loadu_si512(w[i] + k);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512bh xr = (__m512bh)_mm512_loadu_si512(x + r * K + k);
+#pragma GCC unroll 4
+      for (int i = 0; i < W; ++i) acc[i][r] = _mm512_dpbf16_ps(acc[i][r], v[i], xr);
+    }
+  }
+  for (int a = 0; a < W * R; ++a) dots[a] = _mm512_reduce_add_ps(acc[a / R][a % R]);
 }
 
 template <typename T>
-using TwoRowsFn = void (*)(const T*, const T*, const float*, int64_t, float*, float*);
+struct Block {
+  void (*fn)(const T* const*, const void*, int64_t, float*) = nullptr;
+  int weight_rows = 0;
+};
 
-template <typename T>
-TwoRowsFn<T> twoRowsKernel(int rows) {
-  static const TwoRowsFn<T> kernels[kRowsPerPass] = {&twoWeightRows<1, T>, &twoWeightRows<2, T>,
-                                                     &twoWeightRows<3, T>, &twoWeightRows<4, T>,
-                                                     &twoWeightRows<5, T>, &twoWeightRows<6, T>,
-                                                     &twoWeightRows<7, T>, &twoWeightRows<8, T>};
-  return kernels[rows - 1];
+template <typename T, int R>
+Block<T> blockFor(SimdLevel level, bool bf16_pairs) {
+  if constexpr (std::is_same_v<T, c10::BFloat16>) {
+    if (bf16_pairs) return {&blockBf16Pairs<avx512WeightRows(R), R>, avx512WeightRows(R)};
+  }
+  if (level >= SimdLevel::kAvx512) return {&blockAvx512<avx512WeightRows(R), R, T>, avx512WeightRows(R)};
+  return {&blockAvx2<avx2WeightRows(R), R, T>, avx2WeightRows(R)};
 }
 
-// Weight rows [begin, end) against every left row; a lone last row pairs with itself.
+template <typename T, std::size_t... Rs>
+Block<T> blockForRows(int rows, SimdLevel level, bool bf16_pairs, std::index_sequence<Rs...>) {
+  Block<T> chosen;
+  ((rows == static_cast<int>(Rs) + 1 ? (chosen = blockFor<T, static_cast<int>(Rs) + 1>(level, bf16_pairs), 0) : 0),
+   ...);
+  return chosen;
+}
+
+// Weight rows [begin, end) against every left row; a short last block repeats its last row.
 template <typename T>
-void weightRows(const T* weight, const float* x, const T* bias, int64_t M, int64_t K, int64_t N, T* out,
-                int64_t begin, int64_t end) {
-  const TwoRowsFn<T> kernel = twoRowsKernel<T>(static_cast<int>(M));
-  float dots[2][kRowsPerPass];
-  for (int64_t n = begin; n < end; n += 2) {
-    const T* w0 = weight + n * K;
-    const T* w1 = n + 1 < end ? w0 + K : w0;
-    kernel(w0, w1, x, K, dots[0], dots[1]);
-    const float bias0 = bias ? static_cast<float>(bias[n]) : 0.f;
-    const float bias1 = bias && n + 1 < end ? static_cast<float>(bias[n + 1]) : 0.f;
-    for (int64_t r = 0; r < M; ++r) {
-      out[r * N + n] = static_cast<T>(dots[0][r] + bias0);
-      if (n + 1 < end) out[r * N + n + 1] = static_cast<T>(dots[1][r] + bias1);
+void weightRows(const Block<T>& block, const T* weight, const void* x, const T* bias, int64_t M, int64_t K,
+                int64_t N, T* out, int64_t begin, int64_t end) {
+  float dots[4 * kRowsPerPass];
+  const T* rows[4];
+  for (int64_t n = begin; n < end; n += block.weight_rows) {
+    const int64_t count = std::min<int64_t>(block.weight_rows, end - n);
+    for (int i = 0; i < block.weight_rows; ++i) rows[i] = weight + (n + std::min<int64_t>(i, count - 1)) * K;
+    std::fill(dots, dots + block.weight_rows * M, 0.f);
+    block.fn(rows, x, K, dots);
+    for (int64_t i = 0; i < count; ++i) {
+      const float b = bias ? static_cast<float>(bias[n + i]) : 0.f;
+      for (int64_t r = 0; r < M; ++r) out[r * N + n + i] = static_cast<T>(dots[i * M + r] + b);
     }
   }
 }
@@ -79,20 +154,36 @@ void weightRows(const T* weight, const float* x, const T* bias, int64_t M, int64
 template <typename T>
 void streamWeight(const T* left, int64_t left_stride, int64_t M, const T* weight, const T* bias, T* out, int64_t N,
                   int64_t K) {
-  std::vector<float> x(M * K);  // left rows widened once; a few KiB, cache-resident for the whole product
-  for (int64_t m = 0; m < M; ++m) {
-    for (int64_t k = 0; k < K; ++k) x[m * K + k] = static_cast<float>(left[m * left_stride + k]);
+  const SimdLevel level = simdLevel();
+  const bool bf16_pairs = std::is_same_v<T, c10::BFloat16> && level >= SimdLevel::kAvx512Bf16 && K % 32 == 0;
+  const Block<T> block =
+      blockForRows<T>(static_cast<int>(M), level, bf16_pairs, std::make_index_sequence<kRowsPerPass>{});
+  // Left rows packed once (a few KiB, cache-resident for the whole product):
+  // bf16 as they are for the pair products, else widened to fp32.
+  std::vector<T> packed;
+  std::vector<float> widened;
+  const void* x = nullptr;
+  if (bf16_pairs) {
+    packed.resize(M * K);
+    for (int64_t m = 0; m < M; ++m) std::copy(left + m * left_stride, left + m * left_stride + K, &packed[m * K]);
+    x = packed.data();
+  } else {
+    widened.resize(M * K);
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t k = 0; k < K; ++k) widened[m * K + k] = static_cast<float>(left[m * left_stride + k]);
+    }
+    x = widened.data();
   }
   // Chunks of at least 64 KiB of weight: smaller ones cost more to hand out than they take.
   const int64_t min_rows = std::max<int64_t>(16, (int64_t{64} << 10) / (static_cast<int64_t>(sizeof(T)) * K));
   parallelRows(N, min_rows, [&](int64_t begin, int64_t end) {
-    weightRows(weight, x.data(), bias, M, K, N, out, begin, end);
+    weightRows(block, weight, x, bias, M, K, N, out, begin, end);
   });
 }
 
 }  // namespace
 
-bool hasFewRowsGemm() { return simdLevel() >= SimdLevel::kAvx512; }
+bool hasFewRowsGemm() { return simdLevel() >= SimdLevel::kAvx2; }
 
 void fewRowsTimesWeight(const float* left, int64_t left_stride, int64_t M, const float* weight, const float* bias,
                         float* out, int64_t N, int64_t K) {

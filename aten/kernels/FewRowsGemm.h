@@ -20,7 +20,7 @@ namespace torch_neuronx {
 // Zamba) amplify the difference beyond fp32 tolerance over a forward pass.
 constexpr int64_t kFewRows = 8;
 
-// Whether the kernel runs on this CPU (it needs AVX-512).
+// Whether the kernel runs on this CPU (it needs AVX2 and FMA; AVX-512 where there).
 bool hasFewRowsGemm();
 
 // left: M rows of K values, left_stride apart; weight: N rows of K; bias: N values or nullptr; out: [M, N].

@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 #include <immintrin.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -22,6 +23,51 @@ std::chrono::microseconds spinTime() {
   return std::chrono::microseconds(env ? std::max(0L, std::atol(env)) : 200L);
 }
 
+using Clock = std::chrono::steady_clock;
+
+// Decides from the loops themselves whether helper threads help. A loop in
+// which the caller, out of work, waited longer for helpers' claimed chunks
+// than it had worked itself ran slower than without helpers: another process
+// holds the cores. After a few such loops the caller runs loops alone for a
+// while, then tries helpers again (backing off while they keep losing).
+class ContentionMonitor {
+ public:
+  void noteLoop(Clock::duration worked, Clock::duration waited, Clock::time_point now) {
+    const bool lost = waited > worked;
+    score_ = score_ * 3 / 4 + (lost ? 64 : 0);  // a moving share of lost loops, in 1/256
+    if (score_ >= 128) {
+      alone_until_ = now + backoff_;
+      backoff_ = std::min(backoff_ * 2, kLongestBackoff);
+      score_ = 0;
+    } else if (!lost) {
+      backoff_ = std::max(backoff_ / 2, kShortestBackoff);
+    }
+  }
+  bool avoidHelpers(Clock::time_point now) const { return now < alone_until_; }
+
+ private:
+  static constexpr Clock::duration kShortestBackoff = std::chrono::milliseconds(20);
+  static constexpr Clock::duration kLongestBackoff = std::chrono::seconds(1);
+  int score_ = 0;
+  Clock::duration backoff_ = kShortestBackoff;
+  Clock::time_point alone_until_{};
+};
+
+int threadsFromEnvironment() {
+  for (const char* name : {"TORCH_NEURONX_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    const char* value = std::getenv(name);
+    if (value && *value) {
+      char* end = nullptr;
+      const long threads = std::strtol(value, &end, 10);
+      // OMP_NUM_THREADS may be a list ("4,2"): its first entry counts.
+      if (end != value && threads > 0) return static_cast<int>(std::min(threads, 64L));
+    }
+  }
+  cpu_set_t usable;
+  if (sched_getaffinity(0, sizeof(usable), &usable) == 0) return std::max(1, CPU_COUNT(&usable));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 class HelperPool {
  public:
   static HelperPool& instance() {
@@ -32,8 +78,9 @@ class HelperPool {
   int helpers() const { return static_cast<int>(threads_.size()); }
   std::mutex busy;  // one loop at a time
 
-  // The caller holds busy_. Publishes the loop, works on it, waits for claimed chunks.
+  // The caller holds busy. Publishes the loop, works on it, waits for claimed chunks.
   void run(int64_t rows, int64_t chunks, const std::function<void(int64_t, int64_t)>& body) {
+    const auto started = Clock::now();
     rows_.store(rows, std::memory_order_relaxed);
     chunks_.store(chunks, std::memory_order_relaxed);
     body_.store(&body, std::memory_order_relaxed);
@@ -44,12 +91,17 @@ class HelperPool {
     if (sleeping_.load() > 0) state_.notify_all();
     while (work(generation)) {
     }
-    while (done_.load(std::memory_order_acquire) < chunks) _mm_pause();  // chunks helpers claimed
+    const auto caller_done = Clock::now();
+    waitForClaimedChunks(static_cast<int>(chunks));
+    contention_.noteLoop(caller_done - started, Clock::now() - caller_done, caller_done);
   }
+
+  // Whether helpers have recently been slower than running the loop alone.
+  bool helpersHurt() { return contention_.avoidHelpers(Clock::now()); }
 
  private:
   HelperPool() {
-    const int count = std::clamp(std::min<int>(at::get_num_threads(), std::thread::hardware_concurrency()) - 1, 0, 7);
+    const int count = std::clamp(deviceThreads() - 1, 0, 7);
     for (int i = 0; i < count; ++i) threads_.emplace_back([this] { helperLoop(); });
     for (auto& t : threads_) t.detach();
   }
@@ -68,7 +120,8 @@ class HelperPool {
       if (chunk >= chunks) return false;
       if (state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel)) {
         (*body)(rows * chunk / chunks, rows * (chunk + 1) / chunks);
-        done_.fetch_add(1, std::memory_order_release);
+        done_.fetch_add(1);
+        if (waiting_.load()) done_.notify_all();
         return true;
       }
     }
@@ -96,10 +149,25 @@ class HelperPool {
     }
   }
 
+  // A helper that claimed a chunk may have been descheduled by another
+  // process: spin for a moment, then sleep, so that this core is free for it.
+  void waitForClaimedChunks(int chunks) {
+    for (int i = 0; i < kSpinsBeforeSleep; ++i) {
+      if (done_.load(std::memory_order_acquire) >= chunks) return;
+      _mm_pause();
+    }
+    waiting_.store(true);  // seq_cst with the helpers' done_ increment: one of the two sees the other
+    for (int done = done_.load(); done < chunks; done = done_.load()) done_.wait(done);
+    waiting_.store(false, std::memory_order_relaxed);
+  }
+
+  static constexpr int kSpinsBeforeSleep = 4096;  // a few microseconds
   std::vector<std::thread> threads_;
+  ContentionMonitor contention_;
+  std::atomic<bool> waiting_{false};
   // High 32 bits: the loop's generation; low 32: the next unclaimed chunk.
   std::atomic<uint64_t> state_{0};
-  std::atomic<int64_t> done_{0};
+  std::atomic<int> done_{0};
   std::atomic<int> sleeping_{0};
   std::atomic<int64_t> rows_{0};
   std::atomic<int64_t> chunks_{0};
@@ -108,13 +176,18 @@ class HelperPool {
 
 }  // namespace
 
+int deviceThreads() {
+  static const int threads = threadsFromEnvironment();
+  return threads;
+}
+
 void parallelRows(int64_t rows, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& body) {
   if (rows <= 0) return;
   const int64_t max_chunks = rows / std::max<int64_t>(min_chunk, 1);
-  if (max_chunks < 2 || at::get_num_threads() < 2 || at::in_parallel_region()) return body(0, rows);
+  if (max_chunks < 2 || deviceThreads() < 2 || at::in_parallel_region()) return body(0, rows);
   HelperPool& pool = HelperPool::instance();
   std::unique_lock<std::mutex> lock(pool.busy, std::try_to_lock);
-  if (!lock.owns_lock() || pool.helpers() == 0) return body(0, rows);
+  if (!lock.owns_lock() || pool.helpers() == 0 || pool.helpersHurt()) return body(0, rows);
   // A few chunks per thread, so a late helper leaves little for the caller to wait on.
   const int64_t chunks = std::min<int64_t>(max_chunks, 4 * (pool.helpers() + 1));
   pool.run(rows, chunks, body);

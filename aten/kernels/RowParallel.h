@@ -16,10 +16,18 @@
 
 namespace torch_neuronx {
 
+// Threads the device's own kernels use: TORCH_NEURONX_NUM_THREADS, else
+// OMP_NUM_THREADS, else every CPU this process may run on. A NeuronCore's
+// engines are not the host's intra-op threads, so torch.set_num_threads()
+// (which torch sets to the physical cores it counts, one on some VMs) does
+// not limit them.
+int deviceThreads();
+
 // Runs body(begin, end) over [0, rows) in chunks of at least `min_chunk` rows,
 // on the calling thread and whichever helpers join. Runs inline when the rows
-// make one chunk, when intra-op parallelism is 1, inside a parallel region, or
-// while another thread is using the helpers.
+// make one chunk, when deviceThreads() is 1, inside a parallel region, while
+// another thread is using the helpers, or while helpers have recently been
+// slower than none (another process holds the cores).
 void parallelRows(int64_t rows, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& body);
 
 }  // namespace torch_neuronx

@@ -94,6 +94,9 @@ SimdLevel detectSimdLevel() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) level = SimdLevel::kAvx2;
   if (__builtin_cpu_supports("avx512f")) level = SimdLevel::kAvx512;
   if (level == SimdLevel::kAvx512 && __builtin_cpu_supports("avx512bf16")) level = SimdLevel::kAvx512Bf16;
+  if (level == SimdLevel::kAvx512Bf16 && __builtin_cpu_supports("amx-bf16") && __builtin_cpu_supports("amx-tile")) {
+    level = SimdLevel::kAmx;
+  }
   // A lower level on request, so that tests reach the loops other CPUs run.
   const char* requested = std::getenv("TORCH_NEURONX_SIMD");
   if (requested == nullptr) return level;
@@ -101,16 +104,18 @@ SimdLevel detectSimdLevel() {
   const std::pair<const char*, SimdLevel> names[] = {{"scalar", SimdLevel::kScalar},
                                                      {"avx2", SimdLevel::kAvx2},
                                                      {"avx512", SimdLevel::kAvx512},
-                                                     {"avx512bf16", SimdLevel::kAvx512Bf16}};
+                                                     {"avx512bf16", SimdLevel::kAvx512Bf16},
+                                                     {"amx", SimdLevel::kAmx}};
   for (const auto& [known, wanted] : names) {
     if (name == known) return std::min(level, wanted);
   }
-  TORCH_CHECK(false, "TORCH_NEURONX_SIMD=", name, ": expected one of scalar, avx2, avx512, avx512bf16");
+  TORCH_CHECK(false, "TORCH_NEURONX_SIMD=", name, ": expected one of scalar, avx2, avx512, avx512bf16, amx");
 }
 
 template <typename X, typename Y>
 float dot(const X* x, const Y* y, int64_t n) {
   switch (simdLevel()) {
+    case SimdLevel::kAmx:
     case SimdLevel::kAvx512Bf16:
     case SimdLevel::kAvx512: return dotAvx512(x, y, n);
     case SimdLevel::kAvx2: return dotAvx2(x, y, n);
@@ -121,6 +126,7 @@ float dot(const X* x, const Y* y, int64_t n) {
 template <typename T>
 void axpy(float alpha, const T* x, float* y, int64_t n) {
   switch (simdLevel()) {
+    case SimdLevel::kAmx:
     case SimdLevel::kAvx512Bf16:
     case SimdLevel::kAvx512: return axpyAvx512(alpha, x, y, n);
     case SimdLevel::kAvx2: return axpyAvx2(alpha, x, y, n);
@@ -135,7 +141,7 @@ float dotWidened(const float* x, const float* y, int64_t n) { return dot(x, y, n
 void axpyWidened(float alpha, const c10::BFloat16* x, float* y, int64_t n) { axpy(alpha, x, y, n); }
 
 float dotWidened(const c10::BFloat16* x, const c10::BFloat16* y, int64_t n) {
-  return simdLevel() == SimdLevel::kAvx512Bf16 ? dotBf16Pairs(x, y, n) : dot(x, y, n);
+  return simdLevel() >= SimdLevel::kAvx512Bf16 ? dotBf16Pairs(x, y, n) : dot(x, y, n);
 }
 
 SimdLevel simdLevel() {

@@ -9,6 +9,8 @@
 #include <torch/csrc/Generator.h>
 
 #include "aten/core/KernelMemory.h"
+#include "aten/kernels/AmxBf16.h"
+#include "aten/kernels/WidenedSimd.h"
 #include "aten/python/CompileBindings.h"
 #include "aten/python/DistributedBindings.h"
 #include "aten/core/NeuronAllocator.h"
@@ -65,6 +67,16 @@ PYBIND11_MODULE(_C, m) {
   m.def("_topology", &topologyInfo);
   m.def("_device_count", [] { return visibleCoreCount(); });
   m.def("_max_cores", [] { return nrt::kMaxLogicalCores; });
+  // What the device's own kernels run on this CPU (TORCH_NEURONX_SIMD may lower it).
+  m.def("_simd_level", [] {
+    switch (simdLevel()) {
+      case SimdLevel::kAmx: return hasAmxBf16() ? "amx" : "avx512bf16 (AMX tile state refused by the OS)";
+      case SimdLevel::kAvx512Bf16: return "avx512bf16";
+      case SimdLevel::kAvx512: return "avx512";
+      case SimdLevel::kAvx2: return "avx2";
+      default: return "scalar";
+    }
+  });
   m.def("_check_device", [](int device) { checkDeviceIndex(device); });
   m.def("_capacity", [](int device) { return memory(device).capacity(); });
   m.def("_set_memory_fraction", [](double fraction, int device) { memory(device).setFraction(fraction); });
