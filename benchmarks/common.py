@@ -25,6 +25,11 @@ import torch
 NEURON = "neuron"
 MiB = 1 << 20
 
+# A benchmark run is one job whose processes take turns on the cores (the
+# parent measures, then starts ranks or children on the same cores): they
+# share, where a user's unrelated processes would each claim their own.
+os.environ.setdefault("TORCH_NEURONX_SHARE_CORES", "1")
+
 if not hasattr(torch, "neuron"):  # autoload disabled: load the plugin explicitly
     import torch_neuronx  # noqa: F401
 
@@ -88,7 +93,7 @@ def ratio_noise(*timings: "Timing") -> float:
 
 def time_interleaved(fns: Dict[str, Callable[[], object]], *, devices: Optional[Dict[str, str]] = None,
                      inner: int = 1, warmup: int = 1, reps: int = 5,
-                     clock: Callable[[], float] = time.perf_counter) -> Dict[str, Timing]:
+                     clock: Callable[[], float] = time.perf_counter, settle: float = 0.0) -> Dict[str, Timing]:
     """Median seconds per call of each fn (a Timing: a float that keeps the samples).
 
     fns maps a label to a zero-argument callable; devices maps the label to
@@ -98,7 +103,10 @@ def time_interleaved(fns: Dict[str, Callable[[], object]], *, devices: Optional[
     different labels are interleaved (a, b, a, b, ...), and the median of
     `reps` repeats is returned. clock is wall time by default; time.process_time
     (CPU time of all threads of this process) suits single-threaded work on a
-    loaded machine, as time spent preempted does not count.
+    loaded machine, as time spent preempted does not count. settle seconds of
+    sleep before each timed repeat let the previous fn's idle threads (OpenBLAS
+    workers spin for about 0.1 s after a GEMM) go to sleep, so that one
+    device's leftovers do not slow the other's bandwidth-bound work.
     """
     devices = devices or {}
     samples: Dict[str, List[float]] = {k: [] for k in fns}
@@ -114,6 +122,8 @@ def time_interleaved(fns: Dict[str, Callable[[], object]], *, devices: Optional[
         for k, fn in fns.items():
             dev = devices.get(k, k)
             sync(dev)
+            if settle:
+                time.sleep(settle)
             t0 = clock()
             for _ in range(inner):
                 fn()
@@ -163,7 +173,12 @@ def read_bandwidth(nbytes: int = 1 << 30, reps: int = 5) -> float:
     so this, not a copy (which also writes every byte), is its floor. Cached per size."""
     if nbytes not in _read_cache:
         data = torch.empty(nbytes // 4, dtype=torch.float32).fill_(1.0)
-        t = time_interleaved({"cpu": lambda: data.sum()}, warmup=2, reps=repeats(reps))["cpu"]
+        threads = torch.get_num_threads()
+        torch.set_num_threads(len(os.sched_getaffinity(0)))  # torch may count fewer cores than there are
+        try:
+            t = time_interleaved({"cpu": lambda: data.sum()}, warmup=2, reps=repeats(reps))["cpu"]
+        finally:
+            torch.set_num_threads(threads)
         _read_cache[nbytes] = nbytes / t
         del data
     return _read_cache[nbytes]

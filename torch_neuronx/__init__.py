@@ -3,13 +3,17 @@
 `import torch` loads this package through the `torch.backends` entry point
 (unless TORCH_DEVICE_BACKEND_AUTOLOAD=0; then `import torch_neuronx` does it).
 """
+import importlib.util
 import os
 
 import torch
 
-# Hugging Face's torch_xla path must stay off: transformers would otherwise
-# start an XLA process group under torchrun (see the integration notes).
-os.environ.setdefault("USE_TORCH_XLA", "0")
+# Where torch_xla is installed, transformers and accelerate would take their
+# XLA Neuron path for this package (an XLA process group under torchrun); the
+# native device needs their accelerator path, so XLA is turned off for them.
+# Without torch_xla that path is off already and the environment stays as it was.
+if importlib.util.find_spec("torch_xla") is not None:
+    os.environ.setdefault("USE_TORCH_XLA", "0")
 
 from . import _C  # noqa: E402  loads the runtime, kernels and device hooks
 from .reports import fallback_report, kernels_run, reset_fallback_report  # noqa: E402
