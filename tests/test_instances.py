@@ -284,3 +284,37 @@ def test_cpu_tensors_of_unrelated_code_stay_host_memory():
     assert start == after_cpu == [0, 0, 0, 0]
     assert after_device[0] > 0 and after_device[1:] == [0, 0, 0]
     assert after_more_cpu == after_device
+
+
+def _compiled_node(output):
+    node, seen = output.grad_fn, []
+    while node is not None and "CompiledFunction" not in type(node).__name__:
+        seen.append(type(node).__name__)
+        node = next((n for n, _ in node.next_functions if n is not None), None)
+    assert node is not None, seen
+    return node
+
+
+def test_a_compiled_backward_that_raises_leaves_no_kernel_memory_scope():
+    from torch_neuronx import _C
+
+    compiled = torch.compile(lambda x: (x * 2).sin(), backend="neuron")
+    x = torch.randn(64, device="neuron", requires_grad=True)
+    out = compiled(x)
+
+    def fail(grad_outputs):
+        raise ValueError("fails between the compiled backward's two hooks")
+
+    # Registered after the plugin's pre-hook, so it raises after the scope was entered.
+    _compiled_node(out).register_prehook(fail)
+    with pytest.raises(ValueError, match="between"):
+        out.sum().backward()
+    assert not _C._in_kernel_memory_scope()
+    before = torch.neuron.memory_stats(0)["allocation.all.allocated"]
+    cpu = [torch.empty(4096) for _ in range(4)]
+    assert torch.neuron.memory_stats(0)["allocation.all.allocated"] == before
+    # A backward that succeeds still runs in the scope and leaves none behind.
+    w = torch.randn(64, device="neuron", requires_grad=True)
+    compiled(w).sum().backward()
+    torch.testing.assert_close(w.grad.cpu(), 2 * torch.cos(2 * w.detach().cpu()))
+    assert not _C._in_kernel_memory_scope()

@@ -23,6 +23,17 @@ class KernelMemoryScope {
   c10::DeviceIndex previous_;
 };
 
+// The compiled backward's kernel memory. Autograd calls a compiled graph's
+// backward between two hooks of its node (torch_neuronx/compile/host_graph.py),
+// so no C++ scope can enclose it: the pre-hook enters and the post-hook
+// leaves. When the backward raises, the engine skips the post-hook; the
+// scope then ends by itself as soon as this thread allocates outside that
+// autograd graph task, so CPU allocations of later code are never captured.
+void enterBackwardScope(c10::DeviceIndex device);
+void leaveBackwardScope();
+// Whether a kernel-memory scope is active on this thread (for tests).
+bool inKernelMemoryScope();
+
 // Installs the scope-aware CPU allocator (once; torch's own stays underneath).
 void installKernelMemory();
 

@@ -42,6 +42,12 @@ void bindCompile(py::module& m) {
         return deviceResults(results, static_cast<c10::DeviceIndex>(device), inputs, host_inputs);
       },
       py::arg("results"), py::arg("device"), py::arg("inputs"), py::arg("host_inputs"));
+  m.def("_enter_backward_scope", [](int device) {
+    checkDeviceIndex(device);
+    enterBackwardScope(static_cast<c10::DeviceIndex>(device));
+  });
+  m.def("_leave_backward_scope", &leaveBackwardScope);
+  m.def("_in_kernel_memory_scope", &inKernelMemoryScope);
   py::class_<KernelScope>(m, "_KernelScope")
       .def(py::init<int>())
       .def("__enter__", [](KernelScope& self) { self.enter(); })

@@ -148,13 +148,14 @@ def scope_backward(outputs, device_index: int) -> None:
     node = next((o.grad_fn for o in outputs if isinstance(o, torch.Tensor) and o.grad_fn is not None), None)
     if node is None:
         return
-    scope = _C._KernelScope(device_index)
 
+    # If the backward raises, autograd skips `leave`; the scope then ends by
+    # itself once the thread leaves that backward (aten/core/KernelMemory.h).
     def enter(grad_outputs):
-        scope.__enter__()
+        _C._enter_backward_scope(device_index)
 
     def leave(grad_inputs, grad_outputs):
-        scope.__exit__(None, None, None)
+        _C._leave_backward_scope()
 
     node.register_prehook(enter)
     node.register_hook(leave)
