@@ -6,8 +6,7 @@ generation and runs the generated kernels on device memory.
 from __future__ import annotations
 
 from . import report
-from .backend import NeuronCompileError, neuron
-from .cache import cache_dir
+from .errors import NeuronCompileError
 
 __all__ = ["NeuronCompileError", "cache_dir", "compile_records", "compile_report", "reset_compile_report"]
 
@@ -16,6 +15,17 @@ compile_records = report.records
 reset_compile_report = report.reset
 
 
-from .registration import ensure_registered  # noqa: E402
+def cache_dir() -> str:
+    from .cache import cache_dir as where
 
-register = ensure_registered
+    return where()
+
+
+def __getattr__(name: str):
+    # The backend itself (and its custom ops) loads when a compile first needs it,
+    # not with the plugin: `import torch` stays light.
+    if name == "neuron":
+        from .backend import neuron
+
+        return neuron
+    raise AttributeError(f"module 'torch_neuronx.compile' has no attribute {name!r}")

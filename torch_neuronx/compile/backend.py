@@ -23,8 +23,7 @@ _DTYPE_NAMES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f1
                 torch.int64: "i64", torch.int32: "i32", torch.int8: "i8", torch.uint8: "u8", torch.bool: "bool"}
 
 
-class NeuronCompileError(RuntimeError):
-    """A graph the neuron backend refused or failed to compile."""
+from .errors import NeuronCompileError  # noqa: E402  re-exported: the backend raises it
 
 
 def describe(value) -> str:

@@ -14,7 +14,7 @@ from torch._inductor.codegen.common import (
 )
 from torch._inductor.codegen.wrapper import PythonWrapperCodegen
 
-from .backend import NeuronCompileError
+from .errors import NeuronCompileError
 
 MESSAGE = ("torch.compile's default backend (Inductor) cannot compile graphs on neuron tensors: Inductor "
            "generates Triton-style code for every device but the CPU. Use torch.compile(..., backend=\"neuron\"), "
