@@ -2,7 +2,7 @@
 
 #include <ATen/ATen.h>
 
-#include "aten/ops/CpuAlias.h"
+#include "aten/core/HostAlias.h"
 
 namespace torch_neuronx::distributed {
 

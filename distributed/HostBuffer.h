@@ -1,9 +1,11 @@
 // A neuron or CPU tensor seen by the transport as a flat, contiguous CPU tensor.
 //
-// Neuron device memory is host-addressable, so a contiguous neuron tensor is
-// used in place through a zero-copy CPU alias. Only a non-contiguous tensor
-// (a transposed view, a chunk of a wider tensor, as tensor parallelism passes)
-// goes through a contiguous staging copy, which writeBack() returns.
+// Neuron device memory is host-addressable (runtime/HostAccess.h), so a
+// contiguous neuron tensor is used in place through a zero-copy CPU alias
+// (aten/core/HostAlias.h, which refuses memory the CPU cannot address). Only a
+// non-contiguous tensor (a transposed view, a chunk of a wider tensor, as
+// tensor parallelism passes) goes through a contiguous staging copy, which
+// writeBack() returns.
 #pragma once
 
 #include <ATen/core/Tensor.h>

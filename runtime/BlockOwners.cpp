@@ -11,7 +11,7 @@ namespace {
 
 struct Shard {
   std::mutex mutex;
-  std::unordered_map<const void*, int> owners;
+  std::unordered_map<const void*, OwnedSegment> owners;
 };
 
 constexpr std::size_t kShards = 64;
@@ -25,10 +25,10 @@ Shard& shardOf(const void* base) {
 
 }  // namespace
 
-void noteBlockOwner(const void* base, int device) {
+void noteBlockOwner(const void* base, int device, std::size_t bytes) {
   Shard& shard = shardOf(base);
   std::lock_guard<std::mutex> lock(shard.mutex);
-  shard.owners[base] = device;
+  shard.owners[base] = OwnedSegment{device, bytes};
 }
 
 void forgetBlockOwner(const void* base) {
@@ -37,11 +37,13 @@ void forgetBlockOwner(const void* base) {
   shard.owners.erase(base);
 }
 
-int blockOwner(const void* base) {
+OwnedSegment segmentAt(const void* base) {
   Shard& shard = shardOf(base);
   std::lock_guard<std::mutex> lock(shard.mutex);
   const auto it = shard.owners.find(base);
-  return it == shard.owners.end() ? -1 : it->second;
+  return it == shard.owners.end() ? OwnedSegment{} : it->second;
 }
+
+int blockOwner(const void* base) { return segmentAt(base).device; }
 
 }  // namespace nrt

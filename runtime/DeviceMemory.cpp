@@ -4,7 +4,9 @@
 
 #include <sys/mman.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <sstream>
 #include <utility>
 
@@ -34,6 +36,13 @@ std::string formatBytes(std::size_t bytes) {
   if (bytes >= (std::size_t{1} << 30)) out << bytes / double(std::size_t{1} << 30) << " GiB";
   else out << bytes / double(kMiB) << " MiB";
   return out.str();
+}
+
+// Whether [ptr, ptr + size) lies in [base, base + base_size).
+bool within(const void* ptr, std::size_t size, const void* base, std::size_t base_size) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(base);
+  const auto at = reinterpret_cast<std::uintptr_t>(ptr);
+  return at >= begin && at - begin <= base_size && size <= base_size - (at - begin);
 }
 
 }  // namespace
@@ -117,7 +126,7 @@ void* DeviceMemory::allocateLocked(std::size_t size, bool quiet) {
       throwOutOfMemory(rounded);
     }
     segments_.emplace(ptr, rounded);
-    noteBlockOwner(ptr, device_);
+    noteBlockOwner(ptr, device_, rounded);
     ++stats_.num_device_alloc;
     stats_.segment.increase(1);
     stats_.reserved_bytes.increase(static_cast<int64_t>(rounded));
@@ -158,7 +167,7 @@ bool DeviceMemory::freeIfOwned(void* ptr) {
   return true;
 }
 
-void DeviceMemory::chargeExternal(std::size_t size) {
+void DeviceMemory::chargeExternal(const void* base, std::size_t size) {
   std::lock_guard<std::mutex> lock(mutex_);
   claimLocked();
   if (static_cast<std::size_t>(stats_.reserved_bytes.current) + size > capacity_) {
@@ -176,10 +185,18 @@ void DeviceMemory::chargeExternal(std::size_t size) {
   stats_.active_bytes.increase(bytes);
   stats_.requested_bytes.increase(bytes);
   stats_.reserved_bytes.increase(bytes);
+  external_.emplace(base, size);
 }
 
-void DeviceMemory::releaseExternal(std::size_t size) {
+void DeviceMemory::releaseExternal(const void* base, std::size_t size) {
   std::lock_guard<std::mutex> lock(mutex_);
+  const auto [first, last] = external_.equal_range(base);
+  for (auto it = first; it != last; ++it) {
+    if (it->second == size) {
+      external_.erase(it);
+      break;
+    }
+  }
   const auto bytes = static_cast<int64_t>(size);
   stats_.allocation.decrease(1);
   stats_.active.decrease(1);
@@ -249,11 +266,23 @@ std::size_t DeviceMemory::freeBytes() const {
   return reserved >= capacity_ ? 0 : capacity_ - reserved;
 }
 
-bool DeviceMemory::owns(const void* ptr) const {
+bool DeviceMemory::owns(const void* ptr, std::size_t size) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& [base, size] : live_) {
-    const auto* begin = static_cast<const char*>(base);
-    if (ptr >= begin && ptr < begin + segments_.at(base)) return true;
+  for (const auto& [base, requested] : live_) {
+    if (within(ptr, size, base, segments_.at(base))) return true;
+  }
+  return false;
+}
+
+bool DeviceMemory::holdsExternal(const void* ptr, std::size_t size) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Adopted ranges are distinct host allocations, so only the ones starting
+  // at the nearest address at or below ptr can hold it.
+  auto it = external_.upper_bound(ptr);
+  if (it == external_.begin()) return false;
+  const void* base = std::prev(it)->first;
+  for (auto [first, last] = external_.equal_range(base); first != last; ++first) {
+    if (within(ptr, size, base, first->second)) return true;
   }
   return false;
 }

@@ -68,9 +68,13 @@ class DeviceMemory {
   // Frees ptr if it is a live block of this core; returns whether it was.
   bool freeIfOwned(void* ptr);
   // Charges memory that was allocated elsewhere (an ATen CPU kernel's output
-  // that the device adopts without copying). Throws OutOfMemory.
-  void chargeExternal(std::size_t size);
-  void releaseExternal(std::size_t size);
+  // that the device adopts without copying). Throws OutOfMemory. The core
+  // remembers the range as its own until it is released, so that host views
+  // of it are granted (HostAccess.h); one range may be adopted more than once.
+  void chargeExternal(const void* base, std::size_t size);
+  void releaseExternal(const void* base, std::size_t size);
+  // True when [ptr, ptr + size) lies in memory charged with chargeExternal.
+  bool holdsExternal(const void* ptr, std::size_t size) const;
 
   void emptyCache();
   MemoryStats stats() const;
@@ -81,8 +85,8 @@ class DeviceMemory {
   // Limits the usable capacity to a fraction of the HBM (set_per_process_memory_fraction).
   void setFraction(double fraction);
   int device() const { return device_; }
-  // True when ptr points into a block that this core handed out.
-  bool owns(const void* ptr) const;
+  // True when [ptr, ptr + size) lies in a block that this core handed out.
+  bool owns(const void* ptr, std::size_t size = 1) const;
 
   static std::size_t roundSize(std::size_t size);
   // What a block of `size` bytes adds to allocated_bytes (CUDA's 512 B rounding).
@@ -102,9 +106,10 @@ class DeviceMemory {
   std::function<void()> claim_;
   bool claimed_ = false;
   mutable std::mutex mutex_;
-  std::unordered_map<void*, std::size_t> segments_;  // every segment held -> its size
-  std::unordered_map<void*, std::size_t> live_;      // segments in use -> requested bytes
-  std::multimap<std::size_t, void*> cached_;         // free segments by size
+  std::unordered_map<void*, std::size_t> segments_;   // every segment held -> its size
+  std::unordered_map<void*, std::size_t> live_;       // segments in use -> requested bytes
+  std::multimap<std::size_t, void*> cached_;          // free segments by size
+  std::multimap<const void*, std::size_t> external_;  // adopted ranges by address -> their size
   MemoryStats stats_;
 };
 

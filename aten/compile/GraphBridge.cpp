@@ -1,24 +1,14 @@
 #include "aten/compile/GraphBridge.h"
 
 #include <c10/core/StorageImpl.h>
-#include <c10/core/TensorImpl.h>
 
 #include <unordered_map>
 
+#include "aten/core/HostAlias.h"
 #include "aten/core/NeuronAllocator.h"
-#include "aten/ops/CpuAlias.h"
 
 namespace torch_neuronx {
 namespace {
-
-at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key, const at::Tensor& like) {
-  auto tensor =
-      at::detail::make_tensor<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(key), like.dtype());
-  tensor.unsafeGetTensorImpl()->set_sizes_and_strides(like.sizes(), like.strides(), like.storage_offset());
-  if (like.is_conj()) tensor._set_conj(true);
-  if (like.is_neg()) tensor._set_neg(true);
-  return tensor;
-}
 
 void releaseSharedStorage(void* keeper) { delete static_cast<c10::Storage*>(keeper); }
 
@@ -26,7 +16,11 @@ void releaseSharedStorage(void* keeper) { delete static_cast<c10::Storage*>(keep
 c10::Storage shareAsDevice(const c10::Storage& host, c10::DeviceIndex device) {
   const size_t nbytes = host.nbytes();
   const bool on_core = isDeviceAllocation(host.data_ptr());
-  c10::DataPtr shared(host.unsafeGetStorageImpl()->mutable_data(), new c10::Storage(host), &releaseSharedStorage,
+  // The graph saw a block of the core's allocator through the block's host
+  // view; the device addresses the block itself. Other memory is adopted
+  // where it lies.
+  void* bytes = on_core ? deviceAddress(host.data_ptr()) : host.unsafeGetStorageImpl()->mutable_data();
+  c10::DataPtr shared(bytes, new c10::Storage(host), &releaseSharedStorage,
                       c10::Device(c10::DeviceType::PrivateUse1, device));
   // Blocks from the core's allocator are already charged to it; the rest
   // (temporaries too large for the core, or a backward pass) are charged now.
@@ -39,8 +33,9 @@ c10::Storage shareAsDevice(const c10::Storage& host, c10::DeviceIndex device) {
 // A CPU storage over the bytes of a neuron storage that keeps it alive: the
 // compiled graph may save its inputs for the backward pass, after the caller
 // dropped them.
-c10::Storage shareAsHost(const c10::Storage& device) {
-  c10::DataPtr shared(device.unsafeGetStorageImpl()->mutable_data(), new c10::Storage(device), &releaseSharedStorage,
+c10::Storage shareAsHost(const at::Tensor& input) {
+  const c10::Storage& device = input.storage();
+  c10::DataPtr shared(storageHostAddress(input), new c10::Storage(device), &releaseSharedStorage,
                       c10::Device(c10::DeviceType::CPU));
   return c10::Storage(c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), device.nbytes(),
                                                             std::move(shared), nullptr, /*resizable=*/false));
@@ -59,7 +54,7 @@ std::vector<at::Tensor> hostViews(const std::vector<at::Tensor>& inputs) {
     }
     const c10::StorageImpl* storage = input.storage().unsafeGetStorageImpl();
     auto found = alias_of_storage.find(storage);
-    if (found == alias_of_storage.end()) found = alias_of_storage.emplace(storage, shareAsHost(input.storage())).first;
+    if (found == alias_of_storage.end()) found = alias_of_storage.emplace(storage, shareAsHost(input)).first;
     views.push_back(tensorOver(found->second, c10::DispatchKey::CPU, input));
   }
   return views;
@@ -69,6 +64,7 @@ std::vector<at::Tensor> deviceResults(const std::vector<at::Tensor>& results, c1
                                       const std::vector<at::Tensor>& inputs,
                                       const std::vector<at::Tensor>& host_inputs) {
   TORCH_CHECK(inputs.size() == host_inputs.size(), "internal error: inputs and their host views differ in number");
+  requireHostAddressable("sharing a compiled neuron graph's results with the device");
   std::unordered_map<const c10::StorageImpl*, c10::Storage> device_storage;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (isNeuron(inputs[i]) && host_inputs[i].defined()) {

@@ -6,6 +6,7 @@
 #include "aten/core/NeuronAllocator.h"
 #include "runtime/BlockOwners.h"
 #include "runtime/Copy.h"
+#include "runtime/HostAccess.h"
 #include "runtime/Runtime.h"
 
 namespace torch_neuronx {
@@ -34,7 +35,9 @@ c10::DeviceIndex kernelDevice() {
 }
 
 // raw_allocate()/raw_deallocate() users get one deleter for every block, so
-// it must tell device blocks from host ones.
+// it must tell device blocks from host ones. raw_allocate() hands out a
+// block's host view and insists it equals the context, so `ptr` is the
+// device block too.
 void freeAnyBlock(void* ptr) {
   if (!ptr) return;
   const int device = nrt::blockOwner(ptr);
@@ -46,15 +49,16 @@ void freeAnyBlock(void* ptr) {
 class ScopeAwareCpuAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t nbytes) override {
-    const c10::DeviceIndex device = nbytes == 0 ? -1 : kernelDevice();
+    // A CPU kernel computes on its buffers, so they can be device memory only
+    // where the CPU addresses it; elsewhere they stay in host memory.
+    const c10::DeviceIndex device = nbytes == 0 || !nrt::hostAddressable() ? -1 : kernelDevice();
     if (device < 0) return host_allocator->allocate(nbytes);
-    c10::DataPtr ptr = neuronAllocator().tryAllocateOn(device, nbytes);
+    c10::DataPtr block = neuronAllocator().tryAllocateOn(device, nbytes);
     // A block that does not fit (a large temporary of the CPU kernel) comes
     // from the host: outputs among such blocks are charged to the core when
     // they are adopted (ops/CpuAlias.cpp), which raises OutOfMemoryError then.
-    if (!ptr) return host_allocator->allocate(nbytes);
-    ptr.unsafe_set_device(c10::Device(c10::DeviceType::CPU));
-    return ptr;
+    if (!block) return host_allocator->allocate(nbytes);
+    return asHostBlock(std::move(block), nbytes);
   }
   c10::DeleterFnPtr raw_deleter() const override { return &freeAnyBlock; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {

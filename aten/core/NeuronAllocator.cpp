@@ -7,7 +7,9 @@
 #include <c10/core/impl/GPUTrace.h>
 #include <c10/util/Exception.h>
 
+#include "aten/core/HostAlias.h"
 #include "aten/core/NeuronGuard.h"
+#include "runtime/HostAccess.h"
 #include "runtime/Runtime.h"
 
 namespace torch_neuronx {
@@ -51,7 +53,7 @@ struct AdoptedMemory {
 
 void releaseAdopted(void* context) {
   auto* adopted = static_cast<AdoptedMemory*>(context);
-  nrt::Runtime::instance().memory(adopted->device).releaseExternal(adopted->nbytes);
+  nrt::Runtime::instance().memory(adopted->device).releaseExternal(adopted->host.get(), adopted->nbytes);
   delete adopted;
 }
 
@@ -129,15 +131,23 @@ class AliasGrowthAllocator final : public c10::Allocator {
  public:
   c10::DeviceIndex device = 0;
   c10::DataPtr allocate(size_t nbytes) override {
-    c10::DataPtr ptr = neuronAllocator().allocateOn(device, nbytes);
-    ptr.unsafe_set_device(c10::Device(c10::DeviceType::CPU));
-    return ptr;
+    return asHostBlock(neuronAllocator().allocateOn(device, nbytes), nbytes);
   }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     nrt::copyBytes(dest, src, count);
   }
 };
 }  // namespace
+
+c10::DataPtr asHostBlock(c10::DataPtr&& block, size_t nbytes) {
+  requireHostAddressable("a CPU kernel's buffer in neuron device memory");
+  const c10::DeviceIndex device = block.device().index();
+  void* view = nrt::hostView(device, block.get(), nbytes);
+  const c10::DeleterFnPtr deleter = block.get_deleter();
+  // The context stays the device block: it is what the core frees.
+  void* context = block.release_context();
+  return {view, context, deleter, c10::Device(c10::DeviceType::CPU)};
+}
 
 c10::Allocator& aliasGrowthAllocator(c10::DeviceIndex device) {
   checkDeviceIndex(device);
@@ -154,13 +164,24 @@ bool isDeviceAllocation(const c10::DataPtr& ptr) {
 }
 
 c10::DataPtr relabelAsDevice(c10::DataPtr&& ptr, c10::DeviceIndex device) {
-  ptr.unsafe_set_device(c10::Device(c10::DeviceType::PrivateUse1, device));
-  return std::move(ptr);
+  void* block = deviceAddress(ptr);
+  const c10::DeleterFnPtr deleter = ptr.get_deleter();
+  ptr.release_context();  // the block moves to the result
+  return {block, block, deleter, c10::Device(c10::DeviceType::PrivateUse1, device)};
+}
+
+void* deviceAddress(const c10::DataPtr& block) {
+  TORCH_INTERNAL_ASSERT_DEBUG_ONLY(isDeviceAllocation(block), "not a block of the neuron allocator");
+  // allocateOn makes the block its own context; asHostBlock keeps it there.
+  return block.get_context();
 }
 
 c10::DataPtr adoptHostMemory(c10::DataPtr&& host, size_t nbytes, c10::DeviceIndex device) {
+  // The emulated core takes host memory as its own where it lies, which is
+  // only sound while the CPU addresses device memory directly.
+  requireHostAddressable("adopting a CPU kernel's output as neuron device memory");
   try {
-    memoryOf(device).chargeExternal(nbytes);
+    memoryOf(device).chargeExternal(host.get(), nbytes);
   } catch (const nrt::OutOfMemory& e) {
     TORCH_CHECK_WITH(OutOfMemoryError, false, e.what());
   }

@@ -29,13 +29,18 @@ class NeuronAllocator final : public c10::DeviceAllocator {
 
 NeuronAllocator& neuronAllocator();
 
-// Allocates device memory of `device` but labels it as CPU memory: CPU
-// kernels that grow an aliased output (see ops/CpuAlias.h) must see a CPU
-// storage. relabelAsDevice() turns such a block back into device memory.
+// A block of the neuron allocator as CPU memory, for CPU kernels that must
+// see CPU storages: its data is the block's host view (runtime/HostAccess.h)
+// and its core still frees it. relabelAsDevice() turns it back.
+c10::DataPtr asHostBlock(c10::DataPtr&& block, size_t nbytes);
+// Allocates device memory of `device` as host blocks, for CPU kernels that
+// grow an aliased output (see HostAlias.h).
 c10::Allocator& aliasGrowthAllocator(c10::DeviceIndex device);
 // True for blocks from the neuron allocator, whatever their label.
 bool isDeviceAllocation(const c10::DataPtr& ptr);
 c10::DataPtr relabelAsDevice(c10::DataPtr&& ptr, c10::DeviceIndex device);
+// Where the device sees a block of the neuron allocator, whatever its label.
+void* deviceAddress(const c10::DataPtr& block);
 
 // Wraps memory that an ATen CPU kernel allocated as device memory of `device`,
 // charging it to that core's stats and capacity (no copy).

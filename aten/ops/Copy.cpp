@@ -4,7 +4,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include "aten/ops/CpuAlias.h"
+#include "aten/core/HostAlias.h"
 #include "runtime/Copy.h"
 #include "runtime/Stream.h"
 

@@ -1,39 +1,11 @@
 #include "aten/ops/CpuAlias.h"
 
 #include <c10/core/StorageImpl.h>
-#include <c10/core/TensorImpl.h>
 
 #include "aten/core/NeuronAllocator.h"
+#include "runtime/Copy.h"
 
 namespace torch_neuronx {
-namespace {
-
-void noDelete(void*) {}
-
-at::Tensor makeTensorOver(c10::Storage storage, c10::DispatchKey key, const at::Tensor& like_meta,
-                          c10::IntArrayRef sizes, c10::IntArrayRef strides, int64_t offset) {
-  auto tensor = at::detail::make_tensor<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(key),
-                                                         like_meta.dtype());
-  tensor.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides, offset);
-  if (like_meta.is_conj()) tensor._set_conj(true);
-  if (like_meta.is_neg()) tensor._set_neg(true);
-  return tensor;
-}
-
-}  // namespace
-
-bool isNeuron(const at::Tensor& t) { return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1; }
-
-at::Tensor cpuAlias(const at::Tensor& t) {
-  if (!isNeuron(t)) return t;
-  c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
-  c10::DataPtr borrowed(storage->mutable_data(), nullptr, &noDelete, c10::Device(c10::DeviceType::CPU));
-  auto alias_storage = c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), storage->nbytes(),
-                                                             std::move(borrowed), &aliasGrowthAllocator(t.device().index()),
-                                                             /*resizable=*/storage->resizable());
-  return makeTensorOver(c10::Storage(std::move(alias_storage)), c10::DispatchKey::CPU, t, t.sizes(), t.strides(),
-                        t.storage_offset());
-}
 
 void syncFromAlias(const at::Tensor& alias, const at::Tensor& t) {
   if (!isNeuron(t)) return;
@@ -65,8 +37,7 @@ at::Tensor fromCpuResult(const at::Tensor& result, c10::DeviceIndex device,
   const c10::StorageImpl* result_storage = result.storage().unsafeGetStorageImpl();
   for (const auto& [input, alias] : alias_of_input) {
     if (alias.defined() && alias.storage().unsafeGetStorageImpl() == result_storage) {
-      return makeTensorOver(input.storage(), c10::DispatchKey::PrivateUse1, result, result.sizes(), result.strides(),
-                            result.storage_offset());
+      return tensorOver(input.storage(), c10::DispatchKey::PrivateUse1, result);
     }
   }
   const size_t nbytes = result.storage().nbytes();
@@ -78,12 +49,11 @@ at::Tensor fromCpuResult(const at::Tensor& result, c10::DeviceIndex device,
   } else {
     // Shared (a kernel kept a reference) or not ours to take: copy it.
     memory = neuronAllocator().allocateOn(device, nbytes);
-    if (nbytes > 0) std::memcpy(memory.get(), result.storage().data(), nbytes);
+    nrt::copyBytes(memory.get(), result.storage().data(), nbytes);
   }
   auto storage = c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), nbytes, std::move(memory),
                                                        &neuronAllocator(), /*resizable=*/true);
-  return makeTensorOver(c10::Storage(std::move(storage)), c10::DispatchKey::PrivateUse1, result, result.sizes(),
-                        result.strides(), result.storage_offset());
+  return tensorOver(c10::Storage(std::move(storage)), c10::DispatchKey::PrivateUse1, result);
 }
 
 }  // namespace torch_neuronx

@@ -1,19 +1,16 @@
 // Zero-copy bridges between neuron tensors and ATen's CPU kernels.
 //
-// Device memory is host-addressable, so a CPU kernel can compute directly on
-// it: cpuAlias() gives a CPU tensor over the same bytes, and the kernel's
-// results come back as neuron tensors without copying (outputs it wrote in
-// place are already there; fresh outputs are adopted as device memory).
+// A CPU kernel computes directly on device memory through CPU aliases
+// (cpuAlias(), aten/core/HostAlias.h), and its results come back as neuron
+// tensors without copying: outputs it wrote in place are already there, fresh
+// outputs are adopted as device memory.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
-namespace torch_neuronx {
+#include "aten/core/HostAlias.h"
 
-// A CPU tensor over the memory of neuron tensor `t` (undefined stays undefined).
-// If a CPU kernel resizes the alias, the new memory comes from the neuron
-// allocator; syncFromAlias() moves it to `t`.
-at::Tensor cpuAlias(const at::Tensor& t);
+namespace torch_neuronx {
 
 // After a CPU kernel wrote into `alias` (an out= or in-place argument), makes
 // `t` show what the kernel did: new memory, sizes, strides and offset.
@@ -24,7 +21,5 @@ void syncFromAlias(const at::Tensor& alias, const at::Tensor& t);
 // anything else is adopted as device memory, charged to the core.
 at::Tensor fromCpuResult(const at::Tensor& result, c10::DeviceIndex device,
                          c10::ArrayRef<std::pair<at::Tensor, at::Tensor>> alias_of_input = {});
-
-bool isNeuron(const at::Tensor& t);
 
 }  // namespace torch_neuronx

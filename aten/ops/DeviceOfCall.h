@@ -8,7 +8,7 @@
 
 #include <optional>
 
-#include "aten/ops/CpuAlias.h"
+#include "aten/core/HostAlias.h"
 #include "aten/ops/FallbackAccounting.h"
 
 namespace torch_neuronx {

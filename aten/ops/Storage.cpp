@@ -6,8 +6,8 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "aten/core/HostAlias.h"
 #include "aten/core/NeuronAllocator.h"
-#include "aten/ops/CpuAlias.h"
 
 namespace torch_neuronx {
 namespace {

@@ -64,9 +64,10 @@ TEST(DeviceMemory, CacheIsReleasedBeforeFailing) {
 
 TEST(DeviceMemory, ExternalChargesCountAgainstCapacity) {
   DeviceMemory memory(0, 4 * kMiB);
-  memory.chargeExternal(3 * kMiB);
+  std::vector<char> adopted(3 * kMiB);
+  memory.chargeExternal(adopted.data(), adopted.size());
   EXPECT_THROW(memory.allocate(2 * kMiB), nrt::OutOfMemory);
-  memory.releaseExternal(3 * kMiB);
+  memory.releaseExternal(adopted.data(), adopted.size());
   EXPECT_EQ(memory.stats().allocated_bytes.current, 0);
 }
 

@@ -1,0 +1,60 @@
+#include "aten/core/HostAlias.h"
+
+#include <c10/core/StorageImpl.h>
+#include <c10/core/TensorImpl.h>
+#include <c10/util/Exception.h>
+
+#include <stdexcept>
+
+#include "aten/core/NeuronAllocator.h"
+#include "runtime/HostAccess.h"
+
+namespace torch_neuronx {
+namespace {
+
+void noDelete(void*) {}
+
+}  // namespace
+
+bool isNeuron(const at::Tensor& t) { return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1; }
+
+void requireHostAddressable(const char* work) {
+  TORCH_CHECK(nrt::hostAddressable(), work, " needs the CPU to load and store neuron device memory in place, ",
+              "but this runtime's device memory is not host-addressable");
+}
+
+void* storageHostAddress(const at::Tensor& t) {
+  requireHostAddressable("a CPU view of a neuron tensor");
+  c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+  const c10::DeviceIndex device = t.device().index();
+  try {
+    return nrt::hostView(device, storage->mutable_data(), storage->nbytes());
+  } catch (const nrt::NotDeviceMemory& e) {
+    TORCH_CHECK(false, "a tensor on neuron:", static_cast<int>(device), " has no CPU view: ", e.what());
+  } catch (const std::out_of_range& e) {
+    TORCH_CHECK_INDEX(false, e.what());
+  }
+}
+
+at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key, const at::Tensor& like) {
+  auto tensor =
+      at::detail::make_tensor<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(key), like.dtype());
+  tensor.unsafeGetTensorImpl()->set_sizes_and_strides(like.sizes(), like.strides(), like.storage_offset());
+  if (like.is_conj()) tensor._set_conj(true);
+  if (like.is_neg()) tensor._set_neg(true);
+  return tensor;
+}
+
+at::Tensor cpuAlias(const at::Tensor& t) {
+  if (!isNeuron(t)) return t;
+  const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+  // Borrowed: the neuron tensor keeps the memory alive while the kernel runs.
+  c10::DataPtr borrowed(storageHostAddress(t), nullptr, &noDelete, c10::Device(c10::DeviceType::CPU));
+  c10::Allocator* growth = &aliasGrowthAllocator(t.device().index());
+  auto alias_storage = c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), storage->nbytes(),
+                                                             std::move(borrowed), growth,
+                                                             /*resizable=*/storage->resizable());
+  return tensorOver(c10::Storage(std::move(alias_storage)), c10::DispatchKey::CPU, t);
+}
+
+}  // namespace torch_neuronx

@@ -1,0 +1,34 @@
+// CPU tensors over the bytes of neuron tensors, without copying, for all code
+// that runs CPU work on device memory in place: the op layer's CPU kernels
+// (ops/CpuAlias.h), compiled graphs (compile/GraphBridge.h) and collectives
+// (distributed/HostBuffer.h). Host addresses come from the runtime
+// (runtime/HostAccess.h), and this is where such code refuses device memory
+// that the CPU cannot address.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+namespace torch_neuronx {
+
+bool isNeuron(const at::Tensor& t);
+
+// Refuses `work` when the runtime's device memory is not host-addressable,
+// saying why it needs to be.
+void requireHostAddressable(const char* work);
+
+// The host address of the whole storage of neuron tensor `t` (not of its
+// first element). Refuses a storage whose bytes are not device memory of t's
+// core, naming them.
+void* storageHostAddress(const at::Tensor& t);
+
+// A tensor over `storage` dispatched as `key`, with `like`'s dtype, sizes,
+// strides, storage offset and conjugate/negative bits.
+at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key, const at::Tensor& like);
+
+// A CPU tensor over the memory of neuron tensor `t` (any other tensor, and an
+// undefined one, passes through). If a CPU kernel resizes the alias, the new
+// memory comes from t's core (aliasGrowthAllocator); the op layer's
+// syncFromAlias() moves it to `t`.
+at::Tensor cpuAlias(const at::Tensor& t);
+
+}  // namespace torch_neuronx
