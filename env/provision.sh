@@ -40,7 +40,7 @@ make_rootfs() {
   if [ ! -x "$ROOTFS/usr/bin/apt-get" ]; then
     log "debootstrap sid into $ROOTFS"
     rm -rf "$ROOTFS.partial"
-    mkdir -p "$(dirname "$ROOTFS")" "$APT_CACHE/partial"
+    mkdir -p "$(dirname "$ROOTFS")"
     debootstrap --variant=minbase --cache-dir="$APT_CACHE" sid "$ROOTFS.partial" "$MIRROR" >/dev/null
     rm -rf "$ROOTFS"
     mv "$ROOTFS.partial" "$ROOTFS"
@@ -56,7 +56,7 @@ install_packages() {
   local mounts=(--bind "$ROOTFS" / --dev /dev --proc /proc --perms 1777 --tmpfs /tmp
                 --ro-bind /etc/resolv.conf /etc/resolv.conf
                 --bind "$APT_CACHE" /var/cache/apt/archives)
-  mkdir -p "$ROOTFS/var/cache/apt/archives" "$APT_CACHE/partial"
+  mkdir -p "$ROOTFS/var/cache/apt/archives"
   bwrap "${mounts[@]}" "${inside[@]}" \
     apt-get -o Acquire::Check-Valid-Until=false -qq update
   bwrap "${mounts[@]}" "${inside[@]}" \
@@ -70,7 +70,7 @@ main() {
     exit 0
   fi
   [ -f "$STAMP" ] && exit 0
-  mkdir -p "$TORCH_NEURONX_APT_CACHE"
+  mkdir -p "$TORCH_NEURONX_APT_CACHE/partial"  # apt's download folder inside it
   APT_CACHE="$(cd "$TORCH_NEURONX_APT_CACHE" && pwd)"  # debootstrap wants it absolute
   ensure_host_tools
   make_rootfs

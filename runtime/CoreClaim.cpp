@@ -32,11 +32,11 @@ std::string describeProcess(const std::string& pid) {
 int claimOne(const std::string& dir, int physical_id, int logical_id) {
   const std::string path = dir + "/core-" + std::to_string(physical_id) + ".lock";
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd >= 0) (void)::fchmod(fd, 0666);  // any user's process may claim it next
   if (fd < 0) {
     throw std::runtime_error("cannot claim NeuronCore " + std::to_string(logical_id) + ": cannot open " + path + ": " +
                              std::strerror(errno) + " (set TORCH_NEURONX_CORE_LOCK_DIR to a writable folder)");
   }
+  (void)::fchmod(fd, 0666);  // any user's process may claim it next
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char holder[32] = {};
     const ssize_t got = ::pread(fd, holder, sizeof(holder) - 1, 0);
@@ -52,12 +52,12 @@ int claimOne(const std::string& dir, int physical_id, int logical_id) {
   return fd;
 }
 
-}  // namespace
-
 bool sharingCores() {
   const char* share = std::getenv("TORCH_NEURONX_SHARE_CORES");
   return share && std::strcmp(share, "1") == 0;
 }
+
+}  // namespace
 
 void claimPhysicalCores(int logical_id, int chip, int first, int count) {
   if (sharingCores()) return;

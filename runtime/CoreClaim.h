@@ -24,7 +24,4 @@ class CoreBusy : public std::runtime_error {
 // holds one of them, std::runtime_error when the lock files cannot be made.
 void claimPhysicalCores(int logical_id, int chip, int first, int count);
 
-// Whether this process shares cores instead of claiming them.
-bool sharingCores();
-
 }  // namespace nrt

@@ -1,9 +1,9 @@
 #include "Runtime.h"
 
 #include <stdexcept>
+#include <string>
 
 #include "CoreClaim.h"
-#include <string>
 
 namespace nrt {
 

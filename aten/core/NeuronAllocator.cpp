@@ -60,7 +60,6 @@ void releaseAdopted(void* context) {
 }  // namespace
 
 c10::DataPtr NeuronAllocator::allocateOn(c10::DeviceIndex device, size_t nbytes) {
-  checkDeviceIndex(device);
   void* ptr = nullptr;
   try {
     ptr = memoryOf(device).allocate(nbytes);
@@ -150,7 +149,6 @@ c10::DataPtr asHostBlock(c10::DataPtr&& block, size_t nbytes) {
 }
 
 c10::Allocator& aliasGrowthAllocator(c10::DeviceIndex device) {
-  checkDeviceIndex(device);
   static std::array<AliasGrowthAllocator, nrt::kMaxLogicalCores> allocators = [] {
     std::array<AliasGrowthAllocator, nrt::kMaxLogicalCores> all;
     for (int i = 0; i < nrt::kMaxLogicalCores; ++i) all[i].device = static_cast<c10::DeviceIndex>(i);

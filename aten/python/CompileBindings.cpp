@@ -19,7 +19,7 @@ namespace {
 // A Python context manager over KernelMemoryScope.
 class KernelScope {
  public:
-  explicit KernelScope(int device) : device_((checkDeviceIndex(device), static_cast<c10::DeviceIndex>(device))) {}
+  explicit KernelScope(int device) : device_(static_cast<c10::DeviceIndex>(device)) { checkDeviceIndex(device); }
   void enter() {
     TORCH_CHECK(!scope_, "a kernel memory scope cannot be entered twice");
     scope_ = std::make_unique<KernelMemoryScope>(device_);

@@ -66,7 +66,6 @@ PYBIND11_MODULE(_C, m) {
   routeStructuredOpsToHostKernels();
   m.def("_topology", &topologyInfo);
   m.def("_device_count", [] { return visibleCoreCount(); });
-  m.def("_max_cores", [] { return nrt::kMaxLogicalCores; });
   // What the device's own kernels run on this CPU (TORCH_NEURONX_SIMD may lower it).
   m.def("_simd_level", [] {
     switch (simdLevel()) {
