@@ -29,6 +29,8 @@ PLUGIN_ENV_VARS = (
     "TORCH_NEURONX_CHIPS",
     "TORCH_NEURONX_DISABLE_CPU_FALLBACK",
     "TORCH_DEVICE_BACKEND_AUTOLOAD",
+    # Inductor writes its cache folder here on first use; a child starts as a user's process does.
+    "TORCHINDUCTOR_CACHE_DIR",
 )
 
 GiB = 2**30

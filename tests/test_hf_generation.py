@@ -73,22 +73,45 @@ def test_static_cache_without_compile_matches_cpu(models, prompt):
     assert got.past_key_values.layers[0].keys.device == NEURON0
 
 
-def test_static_cache_default_autocompile_names_the_backend_to_use(models, prompt):
-    """The unchanged-code path `generate(cache_implementation="static")` today.
+def test_static_cache_default_autocompile(models, prompt):
+    """The unchanged-code path `generate(cache_implementation="static")`.
 
     transformers 5.12 auto-compiles the forward for a StaticCache whenever device.type is in
     ["cuda", "xpu", "neuron", "tpu"] (generation/utils.py _valid_auto_compile_criteria), with the
-    default CompileConfig(backend="inductor", mode="reduce-overhead"). Inductor cannot lower neuron
-    graphs (docs/compile.md); the error says to use backend="neuron", which works (test_compile.py).
+    default CompileConfig(backend="inductor", mode="reduce-overhead"): Inductor lowers it for neuron
+    (docs/compile.md). Greedy tokens equal eager neuron's and the CPU device's; backend="neuron" too.
     """
-    _, neuron = models
-    with pytest.raises(Exception, match=r"cannot compile graphs on neuron.*CompileConfig\(backend=\"neuron\"\)"):
-        _generate(neuron, prompt, cache_implementation="static")
+    import torch_neuronx
     from transformers import CompileConfig
 
-    ref = _generate(neuron, prompt, cache_implementation="static", disable_compile=True)
-    got = _generate(neuron, prompt, cache_implementation="static", compile_config=CompileConfig(backend="neuron"))
-    assert torch.equal(got.sequences.cpu(), ref.sequences.cpu())
+    cpu, neuron = models
+    ref = _generate(cpu, prompt, cache_implementation="static", disable_compile=True)
+    torch_neuronx.reset_compile_report()
+    got = _generate(neuron, prompt, cache_implementation="static")
+    assert any(r.route == "inductor" for r in torch_neuronx.compile_records()), "generate() did not compile"
+    assert torch.equal(got.sequences.cpu(), ref.sequences)
+    torch_neuronx.reset_compile_report()
+    named = _generate(neuron, prompt, cache_implementation="static", compile_config=CompileConfig(backend="neuron"))
+    assert [r.route for r in torch_neuronx.compile_records()][:1] == ["neuron"]
+    assert torch.equal(named.sequences.cpu(), ref.sequences)
+
+
+def test_model_compile_with_no_arguments_matches_eager(llama_path, prompt):
+    """`model.compile()`: transformers' PreTrainedModel.compile with torch's default backend."""
+    import torch_neuronx
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(llama_path, device_map="neuron").eval()
+    with torch.no_grad():
+        eager = model(prompt.to(NEURON0)).logits
+        torch._dynamo.reset()
+        torch_neuronx.reset_compile_report()
+        model.compile()
+        compiled = model(prompt.to(NEURON0)).logits
+    assert compiled.device == NEURON0
+    assert [r.route for r in torch_neuronx.compile_records()] == ["inductor"]
+    torch.testing.assert_close(compiled.cpu(), eager.cpu(), rtol=1e-4, atol=1e-4)
+    torch._dynamo.reset()
 
 
 def test_beam_search_matches_cpu(models, prompt):

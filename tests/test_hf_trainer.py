@@ -283,3 +283,20 @@ def test_model_compiled_with_the_neuron_backend_trains_like_eager(tmp_path):
     assert any("+grad" in s for r in records for s in r.signature)  # a training graph, not inference only
     _assert_curves_close(got, ref, "loss", rtol=1e-3)
     torch._dynamo.reset()
+
+
+def test_trainer_torch_compile_true_uses_the_default_backend_and_trains_like_eager(tmp_path):
+    # TrainingArguments(torch_compile=True) with no backend named: accelerate compiles with Inductor,
+    # which lowers the graphs for neuron (docs/compile.md).
+    import torch_neuronx
+
+    torch._dynamo.reset()
+    torch_neuronx.reset_compile_report()
+    ref = _train(tmp_path / "eager")
+    got = _train(tmp_path / "compiled", torch_compile=True)
+    assert got.args.torch_compile_backend == "inductor"
+    records = torch_neuronx.compile_records()
+    assert records and all(r.route == "inductor" for r in records)
+    assert any("backward" in r.name for r in records)  # a training graph, not inference only
+    _assert_curves_close(got, ref, "loss", rtol=1e-5)
+    torch._dynamo.reset()

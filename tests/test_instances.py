@@ -219,7 +219,7 @@ def test_compile_registers_the_device_when_first_needed():
         from torch._inductor.codegen.common import get_scheduling_for_device
         print(get_scheduling_for_device("neuron").__name__)
     """))
-    assert out.splitlines()[-3:] == ["not yet", "30.0 NeuronInterface", "RefusingScheduling"]
+    assert out.splitlines()[-3:] == ["not yet", "30.0 NeuronInterface", "NeuronScheduling"]
 
 
 def test_inductor_reaches_the_device_registration_by_itself():
@@ -227,18 +227,13 @@ def test_inductor_reaches_the_device_registration_by_itself():
     # Inductor's own lookup of torch.neuron.Scheduling registers the device.
     result = run_python("""
         import torch
-        from torch_neuronx.compile import NeuronCompileError
         x = torch.arange(6.0, device="neuron")
-        try:
-            torch.compile(lambda a: (a * 3).sum())(x)
-        except Exception as e:
-            print(type(e).__name__, "NeuronCompileError" in str(e) or isinstance(e, NeuronCompileError))
+        print(torch.compile(lambda a: (a * 3).sum())(x).item())
         from torch._dynamo.device_interface import get_interface_for_device
         print(get_interface_for_device("neuron").__name__)
     """)
     lines = check_ok(result).splitlines()
-    assert lines[-1] == "NeuronInterface"
-    assert lines[-2].endswith("True")
+    assert lines[-2:] == ["45.0", "NeuronInterface"]
 
 
 # --- no process-wide side effects beyond the device -------------------------------------------

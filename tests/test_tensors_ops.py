@@ -215,6 +215,33 @@ def test_rows_times_matrix(dtype, k, n, batch):
     close(got, (x.double() @ w.double()).to(dtype), **tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("batch", [1, 4])
+def test_decode_products_into_out(dtype, batch):
+    """mm.out and addmm.out (what Inductor's generated code calls) take the same decode kernels as mm and
+    addmm: bit-equal to them; an out= tensor that overlaps an input, a non-contiguous out= and beta != 1 go
+    to the CPU GEMM and still give the right product."""
+    g = torch.Generator().manual_seed(batch)
+    w = torch.randn(300, 256, generator=g).to(dtype).to(N)
+    x = torch.randn(batch, 256, generator=g).to(dtype).to(N)
+    bias = torch.randn(300, generator=g).to(dtype).to(N)
+    out = torch.empty(batch, 300, dtype=dtype, device=N)
+    assert torch.equal(torch.mm(x, w.t(), out=out).cpu(), torch.mm(x, w.t()).cpu())
+    assert torch.equal(torch.addmm(bias, x, w.t(), out=out).cpu(), torch.addmm(bias, x, w.t()).cpu())
+    tol = dict(rtol=1e-5, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-2, atol=5e-2)
+    expected = (x.cpu().double() @ w.cpu().double().t()).to(dtype)
+    strided = torch.empty(300, batch, dtype=dtype, device=N).t()
+    close(torch.mm(x, w.t(), out=strided), expected, **tol)
+    close(torch.addmm(bias, x, w.t(), beta=2, out=out), (expected.double() + 2 * bias.cpu().double()).to(dtype), **tol)
+    # out= over the weight it reads: whatever the CPU device does with this, neuron does the same.
+    square = torch.randn(256, 256, generator=g).to(dtype)
+    rows = torch.randn(batch, 256, generator=g).to(dtype)
+    on_cpu, on_neuron = square.clone(), square.to(N)
+    torch.mm(rows, on_cpu.t(), out=on_cpu[:batch])
+    torch.mm(rows.to(N), on_neuron.t(), out=on_neuron[:batch])
+    assert torch.equal(on_neuron.cpu(), on_cpu)
+
+
 def test_one_row_linear_bf16_from_many_threads():
     """Products issued by several threads at once (the helper threads serve one at a time) stay correct."""
     g = torch.Generator().manual_seed(3)

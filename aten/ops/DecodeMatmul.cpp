@@ -68,18 +68,42 @@ void runKernel(DecodeKernel kernel, const at::Tensor& left, const at::Tensor& ri
   rowsTimesMatrix(x, left.stride(0), rows, matrix, dataOrNull<T>(bias), y, K, N);
 }
 
+void run(DecodeKernel kernel, const at::Tensor& left, const at::Tensor& right, const at::Tensor& bias,
+         at::Tensor& out) {
+  if (left.scalar_type() == at::kBFloat16) {
+    runKernel<c10::BFloat16>(kernel, left, right, bias, out);
+  } else {
+    runKernel<float>(kernel, left, right, bias, out);
+  }
+}
+
 }  // namespace
 
 std::optional<at::Tensor> decodeProduct(const at::Tensor& left, const at::Tensor& right, const at::Tensor& bias) {
   const DecodeKernel kernel = chooseKernel(left, right, bias);
   if (kernel == DecodeKernel::kNone) return std::nullopt;
   at::Tensor out = at::empty({left.size(0), right.size(1)}, left.options());
-  if (left.scalar_type() == at::kBFloat16) {
-    runKernel<c10::BFloat16>(kernel, left, right, bias, out);
-  } else {
-    runKernel<float>(kernel, left, right, bias, out);
-  }
+  run(kernel, left, right, bias, out);
   return out;
+}
+
+bool decodeProductInto(const at::Tensor& left, const at::Tensor& right, const at::Tensor& bias, at::Tensor& out) {
+  const DecodeKernel kernel = chooseKernel(left, right, bias);
+  if (kernel == DecodeKernel::kNone || out.scalar_type() != left.scalar_type() || out.dim() != 2 ||
+      out.size(0) != left.size(0) || out.size(1) != right.size(1) || !out.is_contiguous()) {
+    return false;
+  }
+  // The kernels read the inputs while writing `out`: an `out` that overlaps them is left to the GEMM.
+  const auto* begin = static_cast<const char*>(out.const_data_ptr());
+  const auto* end = begin + out.nbytes();
+  for (const at::Tensor* input : {&left, &right, &bias}) {
+    if (!input->defined()) continue;
+    const auto* first = static_cast<const char*>(input->storage().data());
+    const auto* last = first + input->storage().nbytes();
+    if (first < end && begin < last) return false;
+  }
+  run(kernel, left, right, bias, out);
+  return true;
 }
 
 namespace {

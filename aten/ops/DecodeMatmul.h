@@ -20,4 +20,9 @@ namespace torch_neuronx {
 // not these: the caller runs the CPU GEMM. The result is fresh and contiguous.
 std::optional<at::Tensor> decodeProduct(const at::Tensor& left, const at::Tensor& right, const at::Tensor& bias);
 
+// The same product written into `out` (the out= variants Inductor's generated
+// code calls); false, with `out` untouched, when the shapes are not these or
+// `out` is not a contiguous [M, N] of the inputs' dtype.
+bool decodeProductInto(const at::Tensor& left, const at::Tensor& right, const at::Tensor& bias, at::Tensor& out);
+
 }  // namespace torch_neuronx

@@ -95,8 +95,9 @@ at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
 
 at::Tensor& mmOut(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
   KernelMemoryScope scope(deviceOf("aten::mm.out", self, mat2, out));
-  at::Tensor alias = cpuAlias(out);
-  at::cpu::mm_out(alias, cpuAlias(self), cpuAlias(mat2));
+  at::Tensor alias = cpuAlias(out), left = cpuAlias(self), right = cpuAlias(mat2);
+  if (decodeProductInto(left, right, at::Tensor(), alias)) return out;
+  at::cpu::mm_out(alias, left, right);
   syncFromAlias(alias, out);
   return out;
 }
@@ -116,8 +117,9 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tenso
 at::Tensor& addmmOut(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
                      const at::Scalar& alpha, at::Tensor& out) {
   KernelMemoryScope scope(deviceOf("aten::addmm.out", self, mat1, mat2, out));
-  at::Tensor alias = cpuAlias(out);
-  at::cpu::addmm_out(alias, cpuAlias(self), cpuAlias(mat1), cpuAlias(mat2), beta, alpha);
+  at::Tensor alias = cpuAlias(out), bias = cpuAlias(self), left = cpuAlias(mat1), right = cpuAlias(mat2);
+  if (beta.equal(1) && alpha.equal(1) && decodeProductInto(left, right, bias, alias)) return out;
+  at::cpu::addmm_out(alias, bias, left, right, beta, alpha);
   syncFromAlias(alias, out);
   return out;
 }

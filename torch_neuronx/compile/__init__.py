@@ -5,7 +5,7 @@ generation and runs the generated kernels on device memory.
 """
 from __future__ import annotations
 
-from . import report
+from . import registration, report  # noqa: F401  registration notes the user's cache settings
 from .errors import NeuronCompileError
 
 __all__ = ["NeuronCompileError", "cache_dir", "compile_records", "compile_report", "reset_compile_report"]

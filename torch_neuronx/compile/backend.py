@@ -18,24 +18,9 @@ import torch.fx
 
 from .. import _C
 from . import attention, cache, host_graph, loss, report, vector_isa
+from .errors import NeuronCompileError
 
-_DTYPE_NAMES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16", torch.float64: "f64",
-                torch.int64: "i64", torch.int32: "i32", torch.int8: "i8", torch.uint8: "u8", torch.bool: "bool"}
-
-
-from .errors import NeuronCompileError  # noqa: E402  re-exported: the backend raises it
-
-
-def describe(value) -> str:
-    """One input of a signature: device, dtype, shape (and strides if not contiguous)."""
-    if isinstance(value, torch.Tensor):
-        text = f"{value.device.type}:{_DTYPE_NAMES.get(value.dtype, str(value.dtype))}{list(value.shape)}"
-        if not value.is_contiguous():
-            text += f"/strides{list(value.stride())}"
-        return text + ("+grad" if value.requires_grad else "")
-    if isinstance(value, (int, float, bool)):
-        return f"{type(value).__name__}={value}"
-    return type(value).__name__
+describe = report.describe
 
 
 def _symbolic_inputs(gm: torch.fx.GraphModule) -> list[str]:
@@ -57,21 +42,6 @@ def _frame_name() -> str:
         return "graph"
 
 
-_guard_failures_seen: dict[int, int] = {}
-
-
-def _latest_guard_failure() -> str | None:
-    """Dynamo's reason for the recompile under way (the newest guard failure)."""
-    from torch._dynamo.utils import guard_failures
-
-    latest = None
-    for code, reasons in list(guard_failures.items()):
-        if len(reasons) > _guard_failures_seen.get(id(code), 0):
-            _guard_failures_seen[id(code)] = len(reasons)
-            latest = reasons[-1]
-    return latest.splitlines()[0] if latest else None
-
-
 def _fallback_requested(options: dict) -> bool:
     if "fallback_to_eager" in options:
         return bool(options["fallback_to_eager"])
@@ -87,7 +57,7 @@ def neuron(gm: torch.fx.GraphModule, example_inputs, mode: str | None = None, op
     compile_id = torch._guards.CompileContext.current_compile_id()
     frame = str(compile_id) if compile_id else "?"
     name = _frame_name()
-    dynamo_reason = _latest_guard_failure()
+    dynamo_reason = report.latest_guard_failure()
     symbolic = _symbolic_inputs(gm)
     first_compile = compile_id is None or compile_id.frame_compile_id == 0
     if symbolic and first_compile:

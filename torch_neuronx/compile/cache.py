@@ -21,6 +21,10 @@ def cache_dir() -> str:
     return os.path.abspath(os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR") or DEFAULT_DIR)
 
 
+def inductor_dir() -> str:
+    return os.path.join(cache_dir(), "inductor")
+
+
 def graph_key(graph_code: str, signature: str, options: str) -> str:
     from .. import __version__
 
@@ -53,7 +57,7 @@ def record(key: str, entry: dict) -> None:
 def inductor_artifacts_here():
     """Points Inductor's caches at this cache while a graph compiles."""
     previous = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache_dir(), "inductor")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor_dir()
     try:
         yield
     finally:

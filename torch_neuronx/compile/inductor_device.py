@@ -1,42 +1,127 @@
-"""What Inductor, torch.compile's default backend, is told about neuron.
+"""neuron as an Inductor device: what torch.compile's default backend uses on neuron tensors.
 
-Inductor cannot lower neuron graphs (docs/compile.md: it treats every device
-other than "cpu" as a Triton device). Registered here so that
-torch.compile(fn) on neuron tensors fails with an error that says so and
-names the backend that works, instead of an internal KeyError.
+    torch.compile(model)          # Inductor, no backend named
+
+Inductor lowers a neuron graph as it lowers a CPU graph (C++/OpenMP kernels,
+extern GEMMs, ATen fallbacks) and runs it on device memory, which the
+emulated NeuronCore makes host-addressable: the generated wrapper allocates
+its buffers on the neuron device, hands their addresses to the C++ kernels,
+and calls the device's own eager kernels for everything it does not fuse
+(GEMMs take the device's decode kernels, attention its decode attention).
+
+Three facts of torch 2.14 shape this module (docs/compile.md):
+- Inductor picks kernel code generation by the device type of the graph's
+  current device (`torch._inductor.utils.get_current_backend`), so the
+  scheduling below generates kernels with the CPU as current device;
+- `Scheduler._try_reindex_pointwise_for_reduction` runs for every device but
+  the CPU and cannot handle C++ loop groups; Inductor's own setting
+  `loop_reindexing_after_fusion` turns it off (see `register()`);
+- lowerings that test `device.type == "cpu"` for results are corrected by the
+  device's post-grad pass (device_passes.py).
 """
 from __future__ import annotations
 
-from torch._inductor.codegen.common import (
-    DeviceOpOverrides,
-    register_backend_for_device,
-    register_device_op_overrides,
-)
+import contextlib
+import os
+
+import torch
+from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
+from torch._inductor.codegen.cpp import CppScheduling
+from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
+from torch._inductor.codegen.cpu_device_op_overrides import CpuDeviceOpOverrides
 from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+from torch._inductor.virtualized import V
 
-from .errors import NeuronCompileError
+from . import device_passes, report
 
-MESSAGE = ("torch.compile's default backend (Inductor) cannot compile graphs on neuron tensors: Inductor "
-           "generates Triton-style code for every device but the CPU. Use torch.compile(..., backend=\"neuron\"), "
-           "which lowers the graph with Inductor's CPU code generation and runs it on the device; for transformers' "
-           "generate(), set generation_config.compile_config = CompileConfig(backend=\"neuron\").")
+_HOST = torch.device("cpu")
 
 
-class RefusingScheduling:
-    """The scheduling Inductor asks for when a graph holds neuron buffers."""
+@contextlib.contextmanager
+def _host_is_current():
+    """Kernel generation as for the CPU; buffers and calls keep their neuron device."""
+    graph = V.graph
+    prior = graph.current_device
+    graph.current_device = _HOST
+    try:
+        yield
+    finally:
+        graph.current_device = prior
 
-    @classmethod
-    def get_backend_features(cls, device):
-        raise NeuronCompileError(MESSAGE)
 
-    def __init__(self, scheduler):
-        raise NeuronCompileError(MESSAGE)
+class NeuronScheduling(CppScheduling):
+    """Inductor's C++ scheduling, generating its kernels as it does for the CPU."""
+
+    def codegen_node(self, node):
+        with _host_is_current():
+            return super().codegen_node(node)
+
+    def codegen_template(self, *args, **kwargs):
+        with _host_is_current():
+            return super().codegen_template(*args, **kwargs)
+
+    def flush(self):
+        with _host_is_current():
+            return super().flush()
 
 
-class _NoDeviceOps(DeviceOpOverrides):
-    pass
+class NeuronWrapperCodegen(PythonWrapperCodegen):
+    """Inductor's Python wrapper, which also tells compile_report() that the graph was loaded.
+
+    The line sits in the module's header, so it runs whenever the module is
+    loaded: after a fresh compile and after a hit in Inductor's caches alike.
+    """
+
+    @staticmethod
+    def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):
+        if is_subgraph:
+            return PythonWrapperCodegen.create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures)
+        return NeuronWrapperCodegen()
+
+    def write_header(self) -> None:
+        super().write_header()
+        report.lowering_started()
+        context = torch._guards.TracingContext.try_get()
+        name = getattr(context, "aot_graph_name", None) or "graph"
+        name = "_".join(name) if isinstance(name, list) else str(name)
+        signature = [report.describe(value) for value in V.graph.example_inputs or ()]
+        self.header.writeline("from torch_neuronx.compile import report as _neuron_report")
+        self.header.writeline(f"_neuron_report.inductor_graph_loaded({name!r}, {signature!r})")
+
+
+class NeuronDeviceOpOverrides(CpuDeviceOpOverrides):
+    """What the generated wrapper writes for device switches: the kernels themselves run synchronously."""
+
+    def set_device(self, device_idx) -> str:
+        return f"torch.neuron.set_device({device_idx})"
+
+    def synchronize(self) -> str:
+        return "torch.neuron.synchronize()"
+
+    def device_guard(self, device_idx) -> str:
+        return f"torch.neuron.device({device_idx})"
+
+
+REINDEXING_ENV = "TORCHINDUCTOR_LOOP_REINDEXING_AFTER_FUSION"
+
+
+def _turn_off_reindexing() -> None:
+    """Inductor's loop reindexing after fusion is off, unless the user chose it.
+
+    Process-wide: Inductor has one setting for every device. It changes
+    nothing for CPU graphs (the reindexing never runs for them); it changes
+    fusion choices for CUDA and XPU graphs compiled in the same process.
+    """
+    from torch._inductor import config
+
+    if REINDEXING_ENV in os.environ or not config._is_default("loop_reindexing_after_fusion"):
+        return
+    config.loop_reindexing_after_fusion = False
 
 
 def register() -> None:
-    register_backend_for_device("neuron", RefusingScheduling, PythonWrapperCodegen)
-    register_device_op_overrides("neuron", _NoDeviceOps())
+    register_backend_for_device("neuron", NeuronScheduling, NeuronWrapperCodegen, CppWrapperCpu,
+                                device_custom_pass=device_passes.NeuronPostGradPass())
+    register_device_op_overrides("neuron", NeuronDeviceOpOverrides())
+    _turn_off_reindexing()
+    report.watch_compiles()

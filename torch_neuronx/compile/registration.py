@@ -10,10 +10,27 @@ own lookups reach it instead:
 """
 from __future__ import annotations
 
+import os
 import threading
 
 _lock = threading.Lock()
 _done = False
+
+# Read at plugin import, before Inductor's first cache_dir() call writes its default there.
+_INDUCTOR_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
+_user_chose_inductor_cache = _INDUCTOR_CACHE_ENV in os.environ
+
+
+def _inductor_cache_in_neff_cache() -> None:
+    """Inductor's caches live in TORCH_NEURONX_NEFF_CACHE_DIR/inductor, unless the user chose a folder.
+
+    Inductor has one cache folder per process, so CPU graphs compiled in the
+    same process share it; its entries are keyed by graph, device and config.
+    """
+    if not _user_chose_inductor_cache:
+        from .cache import inductor_dir
+
+        os.environ[_INDUCTOR_CACHE_ENV] = inductor_dir()
 
 
 def ensure_registered() -> None:
@@ -32,6 +49,7 @@ def ensure_registered() -> None:
 
         device_interface.register()
         inductor_device.register()
+        _inductor_cache_in_neff_cache()
         _done = True
 
 

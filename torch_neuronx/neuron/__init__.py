@@ -141,6 +141,9 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
     return True
 
 
+ENGINES_PER_NEURONCORE = 4
+
+
 class _DeviceProperties:
     def __init__(self, index: int):
         info = _C._topology()
@@ -153,7 +156,12 @@ class _DeviceProperties:
         self.physical_cores = core["physical_cores"]
         self.total_memory = core["hbm_bytes"]
         self.bf16_tflops = info["bf16_tflops_per_core"]
-        self.major, self.minor = (3, 0) if self.platform == "trn2" else (2, 0)
+        # NeuronCore generation: v2 on trn1, v3 on trn2, v4 on trn3.
+        self.major, self.minor = {"trn1": (2, 0), "trn2": (3, 0), "trn3": (4, 0)}.get(self.platform, (2, 0))
+        # Inductor sizes work by "multiprocessors"; a NeuronCore's are its four compute
+        # engines (tensor, vector, scalar, GpSimd), per physical core of the logical core.
+        first, last = self.physical_cores
+        self.multi_processor_count = ENGINES_PER_NEURONCORE * (last - first + 1)
 
     def __repr__(self) -> str:
         return (f"_NeuronDeviceProperties(name='{self.name}', total_memory={self.total_memory >> 20}MB, "
