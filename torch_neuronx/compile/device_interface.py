@@ -99,7 +99,7 @@ class NeuronInterface(DeviceInterface):
 
     @staticmethod
     def raise_if_triton_unavailable(device=None) -> None:
-        raise RuntimeError("NeuronCores do not run Triton; compile with backend='neuron'")
+        raise RuntimeError("NeuronCores do not run Triton: Inductor generates C++ kernels for neuron (docs/compile.md)")
 
 
 def register() -> None:

@@ -6,11 +6,10 @@ and run on zero-copy CPU views of the neuron inputs. Its buffers are
 allocated inside a kernel-memory scope, so they are device memory of the
 core; its results come back as neuron tensors over the same bytes.
 
-Why not register neuron as an Inductor device reusing the C++ scheduling:
-Inductor treats every device other than "cpu" as a Triton-style device
-(fusion reindexing, split reductions, masked loads), which C++ code
-generation cannot express; transformers' Llama StaticCache decode graph
-fails that way. Lowered as CPU, every graph Inductor supports on CPU works.
+This is the route of backend="neuron". torch.compile's default backend takes
+the other one (inductor_device.py): Inductor lowers the neuron graph itself,
+with its buffers on the device. Both run Inductor's C++ kernels on device
+memory and the device's decode kernels (docs/compile.md).
 """
 from __future__ import annotations
 
