@@ -219,3 +219,19 @@ def test_a_users_inductor_settings_win(tmp_path):
         print(config.loop_reindexing_after_fusion)
     """))
     assert out.splitlines()[-1] == "False"
+
+
+def test_a_graph_on_another_core_allocates_and_trains_there():
+    torch.manual_seed(0)
+    cpu = nn.Linear(8, 8)
+    model = nn.Linear(8, 8).to("neuron:1")
+    model.load_state_dict(cpu.state_dict())
+    x = _rand(3, 8, seed=6)
+    assert torch.neuron.current_device() == 0
+    out = torch.compile(model)(x.to("neuron:1"))
+    assert out.device == torch.device("neuron:1")
+    out.exp().sum().backward()
+    cpu(x).exp().sum().backward()
+    assert model.weight.grad.device == torch.device("neuron:1")
+    torch.testing.assert_close(model.weight.grad.cpu(), cpu.weight.grad, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out.cpu(), cpu(x).detach(), rtol=1e-5, atol=1e-6)

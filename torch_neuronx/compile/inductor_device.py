@@ -89,6 +89,15 @@ class NeuronWrapperCodegen(PythonWrapperCodegen):
         self.header.writeline(f"_neuron_report.inductor_graph_loaded({name!r}, {signature!r})")
 
 
+    def make_allocation(self, name, device, dtype, shape, stride, allocation_shape=None, is_pinned=False):
+        # Inductor writes device='neuron' and relies on a device guard around the call, which it
+        # emits only for GPU types: name the core, so a graph on neuron:1 allocates on neuron:1.
+        line = super().make_allocation(name, device, dtype, shape, stride, allocation_shape, is_pinned)
+        if device.type == "neuron" and device.index is not None:
+            line = line.replace("device='neuron'", f"device='neuron:{device.index}'", 1)
+        return line
+
+
 class NeuronDeviceOpOverrides(CpuDeviceOpOverrides):
     """What the generated wrapper writes for device switches: the kernels themselves run synchronously."""
 
