@@ -235,3 +235,19 @@ def test_a_graph_on_another_core_allocates_and_trains_there():
     assert model.weight.grad.device == torch.device("neuron:1")
     torch.testing.assert_close(model.weight.grad.cpu(), cpu.weight.grad, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(out.cpu(), cpu(x).detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_kernels_are_vectorised_whichever_route_compiles_first():
+    # Inductor probes the vector ISA once per process; the device registration makes that probe succeed
+    # (vector_isa.py) unless the user chose, so neither route leaves the other with scalar code.
+    code = """
+        import torch
+        x = torch.randn(16, 40)
+        got = torch.compile(lambda a: a.softmax(-1))(x.to("neuron"))
+        from torch._inductor import cpu_vec_isa
+        print(bool(cpu_vec_isa.pick_vec_isa()), torch.allclose(got.cpu(), x.softmax(-1)))
+        cpu = torch.compile(lambda a: a.exp().sum(-1))(x)
+        print(torch.allclose(cpu, x.exp().sum(-1)))
+    """
+    assert check_ok(run_python(code)).splitlines()[-2:] == ["True True", "True"]
+    assert check_ok(run_python(code, {"TORCHINDUCTOR_VEC_ISA_OK": "0"})).splitlines()[-2:] == ["False True", "True"]

@@ -45,10 +45,11 @@ def ensure_registered() -> None:
     with _lock:
         if _done:
             return
-        from . import device_interface, inductor_device
+        from . import device_interface, inductor_device, vector_isa
 
         device_interface.register()
         inductor_device.register()
+        vector_isa.enable_for_process()
         _inductor_cache_in_neff_cache()
         _done = True
 

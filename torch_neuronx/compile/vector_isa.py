@@ -34,3 +34,22 @@ def inductor_patches() -> dict:
                 pass
         _patches = {"cpp.vec_isa_ok": True} if loaded else {}
     return dict(_patches)
+
+
+def enable_for_process() -> None:
+    """Vectorised kernels for every graph of the process, unless the user chose otherwise.
+
+    Inductor probes the vector ISA once per process (cpu_vec_isa.valid_vec_isa_list
+    is cached), so a per-compile patch loses to whichever compile comes first:
+    graphs of the default route (neuron or CPU) would fix scalar code for the
+    whole process, backend="neuron" included. Called when the device registers
+    with Inductor, before its first lowering.
+    """
+    import os
+
+    from torch._inductor import config
+
+    if "TORCHINDUCTOR_VEC_ISA_OK" in os.environ or not config._is_default("cpp.vec_isa_ok"):
+        return
+    for name, value in inductor_patches().items():
+        setattr(config.cpp, name.split(".", 1)[1], value)
