@@ -88,7 +88,6 @@ class NeuronWrapperCodegen(PythonWrapperCodegen):
         self.header.writeline("from torch_neuronx.compile import report as _neuron_report")
         self.header.writeline(f"_neuron_report.inductor_graph_loaded({name!r}, {signature!r})")
 
-
     def make_allocation(self, name, device, dtype, shape, stride, allocation_shape=None, is_pinned=False):
         # Inductor writes device='neuron' and relies on a device guard around the call, which it
         # emits only for GPU types: name the core, so a graph on neuron:1 allocates on neuron:1.
@@ -111,26 +110,24 @@ class NeuronDeviceOpOverrides(CpuDeviceOpOverrides):
         return f"torch.neuron.device({device_idx})"
 
 
-REINDEXING_ENV = "TORCHINDUCTOR_LOOP_REINDEXING_AFTER_FUSION"
+def set_unless_user_chose(name: str, value, env: str) -> None:
+    """Sets Inductor's config `name` unless the user set it, in code or through `env`.
 
-
-def _turn_off_reindexing() -> None:
-    """Inductor's loop reindexing after fusion is off, unless the user chose it.
-
-    Process-wide: Inductor has one setting for every device. It changes
-    nothing for CPU graphs (the reindexing never runs for them); it changes
-    fusion choices for CUDA and XPU graphs compiled in the same process.
+    The env check is separate: Inductor reads these variables into plain
+    defaults, so its config module does not count them as the user's choice.
     """
     from torch._inductor import config
 
-    if REINDEXING_ENV in os.environ or not config._is_default("loop_reindexing_after_fusion"):
+    if env in os.environ or not config._is_default(name):
         return
-    config.loop_reindexing_after_fusion = False
+    setattr(config, name, value)
 
 
 def register() -> None:
     register_backend_for_device("neuron", NeuronScheduling, NeuronWrapperCodegen, CppWrapperCpu,
                                 device_custom_pass=device_passes.NeuronPostGradPass())
     register_device_op_overrides("neuron", NeuronDeviceOpOverrides())
-    _turn_off_reindexing()
+    # Process-wide, as Inductor has one setting for every device: nothing changes for CPU graphs
+    # (the reindexing never runs for them); CUDA and XPU graphs of the process fuse without it.
+    set_unless_user_chose("loop_reindexing_after_fusion", False, "TORCHINDUCTOR_LOOP_REINDEXING_AFTER_FUSION")
     report.watch_compiles()

@@ -45,11 +45,7 @@ def enable_for_process() -> None:
     whole process, backend="neuron" included. Called when the device registers
     with Inductor, before its first lowering.
     """
-    import os
+    from .inductor_device import set_unless_user_chose
 
-    from torch._inductor import config
-
-    if "TORCHINDUCTOR_VEC_ISA_OK" in os.environ or not config._is_default("cpp.vec_isa_ok"):
-        return
     for name, value in inductor_patches().items():
-        setattr(config.cpp, name.split(".", 1)[1], value)
+        set_unless_user_chose(name, value, "TORCHINDUCTOR_VEC_ISA_OK")
