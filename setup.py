@@ -23,7 +23,7 @@ def extensions():
     from torch.utils.cpp_extension import BuildExtension, CppExtension
 
     root = os.path.dirname(os.path.abspath(__file__))
-    sources = sorted(glob.glob("runtime/*.cpp") + glob.glob("aten/**/*.cpp", recursive=True)
+    sources = sorted(glob.glob("runtime/*.cpp") + glob.glob("nki_runtime/*.cpp") + glob.glob("aten/**/*.cpp", recursive=True)
                      + glob.glob("distributed/*.cpp"))
     ext = CppExtension(
         "torch_neuronx._C",

@@ -1,0 +1,429 @@
+#include "nki_runtime/Executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+#include "nki_runtime/Alu.h"
+
+namespace nki {
+namespace {
+
+constexpr int64_t kAlignment = 64;
+
+// Calls row(offsets) for every index of all but the last axis of `shape`,
+// offsets[v] being where views[v]'s row starts (in elements).
+template <typename Row>
+void forEachRow(const Access& shape, const std::vector<const Access*>& views, Row row) {
+  std::array<int64_t, kMaxAxes> index{};
+  std::array<int64_t, 8> offsets{};
+  int64_t rows = 1;
+  for (int a = 0; a + 1 < shape.rank; ++a) rows *= shape.sizes[a];
+  for (int64_t r = 0; r < rows; ++r) {
+    for (std::size_t v = 0; v < views.size(); ++v) {
+      int64_t offset = views[v]->offset;
+      for (int a = 0; a + 1 < shape.rank; ++a) offset += index[a] * views[v]->strides[a];
+      offsets[v] = offset;
+    }
+    row(offsets);
+    for (int a = shape.rank - 2; a >= 0; --a) {
+      if (++index[a] < shape.sizes[a]) break;
+      index[a] = 0;
+    }
+  }
+}
+
+// Scratch rows of fp32, reused across instructions of a thread.
+float* scratch(int slot, int64_t count) {
+  thread_local std::vector<float> rows[4];
+  if (static_cast<int64_t>(rows[slot].size()) < count) rows[slot].resize(count);
+  return rows[slot].data();
+}
+
+int64_t inner(const Access& access) { return access.sizes[access.rank - 1]; }
+int64_t innerStride(const Access& access) { return access.strides[access.rank - 1]; }
+
+float identityOf(AluOp op) {
+  switch (op) {
+    case AluOp::kAdd:
+    case AluOp::kSubtract:
+    case AluOp::kLogicalOr:
+    case AluOp::kLogicalXor:
+      return 0.f;
+    case AluOp::kMultiply:
+    case AluOp::kLogicalAnd:
+      return 1.f;
+    case AluOp::kMaximum:
+      return -std::numeric_limits<float>::infinity();
+    case AluOp::kMinimum:
+      return std::numeric_limits<float>::infinity();
+    case AluOp::kAbsMax:
+      return 0.f;
+    default:
+      return std::numeric_limits<float>::quiet_NaN();
+  }
+}
+
+// The instruction at hand with its tensors resolved to addresses.
+struct Bound {
+  const Instruction& in;
+  char* dst;
+  Dtype dst_type;
+  std::vector<char*> inputs;
+  std::vector<Dtype> input_types;
+
+  char* at(char* base, Dtype type, int64_t element) const { return base + element * byteSize(type); }
+  void loadInput(int k, int64_t offset, float* out) const {
+    const Access& access = in.inputs[k];
+    loadRow(at(inputs[k], input_types[k], offset), innerStride(access) * byteSize(input_types[k]), inner(access),
+            input_types[k], out);
+  }
+  void storeDst(const float* values, int64_t offset) const {
+    storeRow(values, inner(in.dst), at(dst, dst_type, offset), innerStride(in.dst) * byteSize(dst_type), dst_type);
+  }
+  void loadDst(int64_t offset, float* out) const {
+    loadRow(at(dst, dst_type, offset), innerStride(in.dst) * byteSize(dst_type), inner(in.dst), dst_type, out);
+  }
+  // An operand row: its input's elements, or the immediate repeated.
+  const float* operand(const Operand& operand, const std::array<int64_t, 8>& offsets, int slot) const {
+    float* row = scratch(slot, inner(in.dst));
+    if (operand.input >= 0) {
+      loadInput(operand.input, offsets[1 + operand.input], row);
+    } else {
+      std::fill(row, row + inner(in.dst), operand.value);
+    }
+    return row;
+  }
+  std::vector<const Access*> views() const {
+    std::vector<const Access*> all{&in.dst};
+    for (const Access& input : in.inputs) all.push_back(&input);
+    return all;
+  }
+};
+
+void copy(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  const Access& src = b.in.inputs[0];
+  const bool raw = b.dst_type == b.input_types[0] && innerStride(b.in.dst) == 1 && innerStride(src) == 1;
+  forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    if (raw) {
+      const std::size_t size = byteSize(b.dst_type);
+      std::memmove(b.at(b.dst, b.dst_type, o[0]), b.at(b.inputs[0], b.input_types[0], o[1]), n * size);
+      return;
+    }
+    float* row = scratch(0, n);
+    b.loadInput(0, o[1], row);
+    b.storeDst(row, o[0]);
+  });
+}
+
+void tensorTensor(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    float *x = scratch(0, n), *y = scratch(1, n);
+    b.loadInput(0, o[1], x);
+    b.loadInput(1, o[2], y);
+    applyRow(b.in.op0, x, y, x, n);
+    b.storeDst(x, o[0]);
+  });
+}
+
+void tensorScalar(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    float* x = scratch(0, n);
+    b.loadInput(0, o[1], x);
+    const std::pair<AluOp, std::pair<const Operand*, bool>> steps[] = {
+        {b.in.op0, {&b.in.operand0, b.in.reverse0}}, {b.in.op1, {&b.in.operand1, b.in.reverse1}}};
+    for (const auto& [op, operand] : steps) {
+      if (op == AluOp::kBypass) continue;
+      const float* y = b.operand(*operand.first, o, 1);
+      if (operand.second) {
+        float* swapped = scratch(2, n);
+        applyRow(op, y, x, swapped, n);
+        std::copy(swapped, swapped + n, x);
+      } else {
+        applyRow(op, x, y, x, n);
+      }
+    }
+    b.storeDst(x, o[0]);
+  });
+}
+
+void activation(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    float* x = scratch(0, n);
+    b.loadInput(0, o[1], x);
+    const float* scale = b.operand(b.in.operand0, o, 1);
+    const float* bias = b.operand(b.in.operand1, o, 2);
+    for (int64_t i = 0; i < n; ++i) x[i] = x[i] * scale[i] + bias[i];
+    applyRow(b.in.function, x, x, n);
+    b.storeDst(x, o[0]);
+  });
+}
+
+void memset(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    float* row = scratch(0, n);
+    std::fill(row, row + n, b.in.operand0.value);
+    b.storeDst(row, o[0]);
+  });
+}
+
+void iota(const Bound& b) {
+  const Access& dst = b.in.dst;
+  const int64_t n = inner(dst);
+  const auto& c = b.in.coefficients;
+  std::array<int64_t, kMaxAxes> index{};
+  forEachRow(dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    float* row = scratch(0, n);
+    double start = c.empty() ? 0.0 : c[0];
+    for (int a = 0; a + 1 < dst.rank; ++a) start += index[a] * static_cast<double>(c[1 + a]);
+    const double step = c[dst.rank];
+    for (int64_t i = 0; i < n; ++i) row[i] = static_cast<float>(start + i * step);
+    b.storeDst(row, o[0]);
+    for (int a = dst.rank - 2; a >= 0; --a) {
+      if (++index[a] < dst.sizes[a]) break;
+      index[a] = 0;
+    }
+  });
+}
+
+void scan(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    float *x = scratch(0, n), *y = scratch(1, n);
+    b.loadInput(0, o[1], x);
+    b.loadInput(1, o[2], y);
+    float acc = b.in.operand0.value;
+    for (int64_t i = 0; i < n; ++i) {
+      acc = apply(b.in.op1, apply(b.in.op0, acc, x[i]), y[i]);
+      x[i] = acc;
+    }
+    b.storeDst(x, o[0]);
+  });
+}
+
+void select(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    float *p = scratch(0, n), *x = scratch(1, n), *y = scratch(2, n);
+    b.loadInput(0, o[1], p);
+    b.loadInput(1, o[2], x);
+    b.loadInput(2, o[3], y);
+    for (int64_t i = 0; i < n; ++i) p[i] = p[i] != 0.f ? x[i] : y[i];
+    b.storeDst(p, o[0]);
+  });
+}
+
+void reduce(const Bound& b) {
+  const Access& data = b.in.inputs[0];
+  const Access& dst = b.in.dst;
+  const int kept = dst.rank;
+  // The reduced block under one dst element: data's trailing axes.
+  Access block;
+  block.tensor = data.tensor;
+  block.rank = data.rank - kept;
+  for (int a = 0; a < block.rank; ++a) {
+    block.sizes[a] = data.sizes[kept + a];
+    block.strides[a] = data.strides[kept + a];
+  }
+  const int64_t n = inner(block);
+  const std::size_t size = byteSize(b.input_types[0]);
+  const int64_t dst_n = inner(dst);
+  const std::vector<const Access*> views{&dst, &data};
+  forEachRow(dst, views, [&](const std::array<int64_t, 8>& o) {
+    float* out = scratch(1, dst_n);
+    for (int64_t j = 0; j < dst_n; ++j) {
+      Access here = block;
+      here.offset = o[1] + j * data.strides[kept - 1];
+      float acc = identityOf(b.in.op0);
+      bool first = true;
+      forEachRow(here, {&here}, [&](const std::array<int64_t, 8>& r) {
+        float* row = scratch(0, n);
+        loadRow(b.inputs[0] + r[0] * size, innerStride(block) * size, n, b.input_types[0], row);
+        for (int64_t i = 0; i < n; ++i) {
+          acc = (first && std::isnan(identityOf(b.in.op0))) ? row[i] : apply(b.in.op0, acc, row[i]);
+          first = false;
+        }
+      });
+      out[j] = b.in.negate ? -acc : acc;
+    }
+    b.storeDst(out, o[0]);
+  });
+}
+
+// A [rows, cols] tile widened into a dense fp32 matrix.
+void widen(const char* base, Dtype type, const Access& access, float* out) {
+  const std::size_t size = byteSize(type);
+  for (int64_t r = 0; r < access.sizes[0]; ++r) {
+    loadRow(base + (access.offset + r * access.strides[0]) * size, access.strides[1] * size, access.sizes[1], type,
+            out + r * access.sizes[1]);
+  }
+}
+
+void matmul(const Bound& b) {
+  const Access &stationary = b.in.inputs[0], &moving = b.in.inputs[1];
+  const int64_t K = stationary.sizes[0], M = stationary.sizes[1], N = moving.sizes[1];
+  std::vector<float> s(K * M), m(K * N), out(M * N, 0.f);
+  widen(b.inputs[0], b.input_types[0], stationary, s.data());
+  widen(b.inputs[1], b.input_types[1], moving, m.data());
+  if (b.in.accumulate) widen(b.dst, b.dst_type, b.in.dst, out.data());
+  for (int64_t i = 0; i < M; ++i) {
+    float* row = out.data() + i * N;
+    for (int64_t k = 0; k < K; ++k) {
+      const float weight = s[k * M + i];
+      const float* source = m.data() + k * N;
+      for (int64_t j = 0; j < N; ++j) row[j] += weight * source[j];
+    }
+  }
+  const std::size_t size = byteSize(b.dst_type);
+  for (int64_t i = 0; i < M; ++i) {
+    storeRow(out.data() + i * N, N, b.dst + (b.in.dst.offset + i * b.in.dst.strides[0]) * size,
+             b.in.dst.strides[1] * size, b.dst_type);
+  }
+}
+
+void transpose(Bound& b) {
+  Instruction swapped = b.in;
+  Access& src = swapped.inputs[0];
+  std::swap(src.sizes[0], src.sizes[1]);
+  std::swap(src.strides[0], src.strides[1]);
+  Bound as_copy{swapped, b.dst, b.dst_type, b.inputs, b.input_types};
+  copy(as_copy);
+}
+
+}  // namespace
+
+Executor::Executor(Program program) : program_(std::move(program)) {
+  const auto& instructions = program_.instructions;
+  const std::size_t count = program_.tensors.size();
+  std::vector<int> first(count, -1), last(count, -1);
+  for (std::size_t i = 0; i < instructions.size(); ++i) {
+    const auto touch = [&](const Access& access) {
+      if (first[access.tensor] < 0) first[access.tensor] = static_cast<int>(i);
+      last[access.tensor] = static_cast<int>(i);
+    };
+    touch(instructions[i].dst);
+    for (const Access& input : instructions[i].inputs) touch(input);
+  }
+  plans_.resize(count);
+  fresh_before_.resize(instructions.size());
+  // Arena offsets by lifetime, first fit over the free ranges.
+  std::vector<std::pair<int, int32_t>> events;  // (instruction * 2 + 1 for birth / * 2 + 2 after death, tensor)
+  for (std::size_t t = 0; t < count; ++t) {
+    if (first[t] < 0 || program_.tensors[t].argument >= 0) continue;
+    events.push_back({first[t] * 2 + 1, static_cast<int32_t>(t)});
+    events.push_back({last[t] * 2 + 2, static_cast<int32_t>(t)});
+  }
+  std::sort(events.begin(), events.end());
+  std::vector<std::pair<int64_t, int64_t>> free_ranges;  // (offset, bytes), by offset
+  for (const auto& [when, t] : events) {
+    const TensorInfo& info = program_.tensors[t];
+    const int64_t bytes = (info.elements() * static_cast<int64_t>(byteSize(info.dtype)) + kAlignment - 1) /
+                          kAlignment * kAlignment;
+    if (when % 2 == 1) {
+      auto fit = std::find_if(free_ranges.begin(), free_ranges.end(), [&](auto& r) { return r.second >= bytes; });
+      if (fit != free_ranges.end()) {
+        plans_[t].offset = fit->first;
+        fit->first += bytes;
+        fit->second -= bytes;
+        if (fit->second == 0) free_ranges.erase(fit);
+      } else {
+        plans_[t].offset = arena_bytes_;
+        arena_bytes_ += bytes;
+      }
+      const Instruction& in = instructions[first[t]];
+      bool overwritten = in.dst.tensor == t && !in.accumulate && in.dst.elements() == info.elements() &&
+                         in.dst.lowest() == 0 && in.dst.highest() == info.elements();
+      for (const Access& input : in.inputs) overwritten = overwritten && input.tensor != t;
+      plans_[t].sentinel_first = !overwritten;
+      if (!overwritten) fresh_before_[first[t]].push_back(t);
+    } else {
+      auto after = std::lower_bound(free_ranges.begin(), free_ranges.end(), std::make_pair(plans_[t].offset, 0L));
+      after = free_ranges.insert(after, {plans_[t].offset, bytes});
+      if (after + 1 != free_ranges.end() && after->first + after->second == (after + 1)->first) {
+        after->second += (after + 1)->second;
+        free_ranges.erase(after + 1);
+      }
+      if (after != free_ranges.begin() && (after - 1)->first + (after - 1)->second == after->first) {
+        (after - 1)->second += after->second;
+        free_ranges.erase(after);
+      }
+    }
+  }
+}
+
+char* Executor::base(const std::vector<void*>& hbm, char* arena, int32_t tensor) const {
+  const TensorInfo& info = program_.tensors[tensor];
+  if (info.argument >= 0) return static_cast<char*>(hbm[info.argument]);
+  return arena + plans_[tensor].offset;
+}
+
+void Executor::run(const std::vector<void*>& hbm) const {
+  if (static_cast<int32_t>(hbm.size()) != program_.arguments) {
+    throw std::invalid_argument("nki: kernel '" + program_.kernel + "' takes " + std::to_string(program_.arguments) +
+                                " HBM buffers, got " + std::to_string(hbm.size()));
+  }
+  thread_local std::vector<char> arena_storage;
+  if (static_cast<int64_t>(arena_storage.size()) < arena_bytes_ + kAlignment) {
+    arena_storage.resize(arena_bytes_ + kAlignment);
+  }
+  char* arena = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(arena_storage.data()) + kAlignment - 1) /
+                                        kAlignment * kAlignment);
+  for (std::size_t i = 0; i < program_.instructions.size(); ++i) {
+    const Instruction& in = program_.instructions[i];
+    for (int32_t t : fresh_before_[i]) {
+      const TensorInfo& info = program_.tensors[t];
+      fillSentinel(base(hbm, arena, t), info.elements() * byteSize(info.dtype), info.dtype);
+    }
+    Bound bound{in, base(hbm, arena, in.dst.tensor), program_.tensors[in.dst.tensor].dtype, {}, {}};
+    for (const Access& input : in.inputs) {
+      bound.inputs.push_back(base(hbm, arena, input.tensor));
+      bound.input_types.push_back(program_.tensors[input.tensor].dtype);
+    }
+    switch (in.opcode) {
+      case Opcode::kDmaCopy:
+      case Opcode::kTensorCopy:
+        copy(bound);
+        break;
+      case Opcode::kMatmul:
+        matmul(bound);
+        break;
+      case Opcode::kTranspose:
+        transpose(bound);
+        break;
+      case Opcode::kTensorTensor:
+        tensorTensor(bound);
+        break;
+      case Opcode::kTensorScalar:
+        tensorScalar(bound);
+        break;
+      case Opcode::kActivation:
+        activation(bound);
+        break;
+      case Opcode::kTensorReduce:
+        reduce(bound);
+        break;
+      case Opcode::kMemset:
+        memset(bound);
+        break;
+      case Opcode::kIota:
+        iota(bound);
+        break;
+      case Opcode::kTensorTensorScan:
+        scan(bound);
+        break;
+      case Opcode::kSelect:
+        select(bound);
+        break;
+    }
+  }
+}
+
+}  // namespace nki

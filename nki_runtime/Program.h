@@ -1,0 +1,115 @@
+// An NKI kernel as the tracer records it: the tensors it touches and the
+// instructions it issues, one per engine operation, with every Python loop
+// unrolled and every index resolved to an affine view. The verifier checks a
+// program against a NeuronCore's limits; the executor replays it on memory.
+// Knows nothing of torch or Python.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nki_runtime/Dtype.h"
+
+namespace nki {
+
+enum class Memory : uint8_t { kHbm, kSbuf, kPsum };
+enum class Engine : uint8_t { kDma, kTensor, kVector, kScalar, kGpSimd };
+
+enum class Opcode : uint8_t {
+  kDmaCopy,          // dst = src, between any two memories but PSUM
+  kMatmul,           // dst[M, N] (+)= stationary[K, M]^T @ moving[K, N], in fp32
+  kTranspose,        // dst[F, P] = src[P, F]
+  kTensorTensor,     // dst = a op0 b
+  kTensorScalar,     // dst = (data op0 operand0) op1 operand1, operands immediate or per partition
+  kActivation,       // dst = function(data * scale + bias)
+  kTensorReduce,     // dst = op0 over the trailing `reduce_axes` axes of data (negated if `negate`)
+  kTensorCopy,       // dst = src, on a compute engine
+  kMemset,           // dst = immediate
+  kIota,             // dst[i0, i1, ...] = base + sum of coefficient_a * i_a
+  kTensorTensorScan, // along the last axis: acc = (acc op0 a[i]) op1 b[i]; dst[i] = acc
+  kSelect,           // dst = predicate != 0 ? on_true : on_false
+};
+
+enum class AluOp : uint8_t {
+  kBypass, kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, kPower, kMod,
+  kEqual, kNotEqual, kGreater, kGreaterEqual, kLess, kLessEqual,
+  kLogicalAnd, kLogicalOr, kLogicalXor, kAbsMax,
+};
+
+enum class Function : uint8_t {
+  kCopy, kExp, kLog, kTanh, kSigmoid, kRelu, kGelu, kGeluTanh, kSilu, kSqrt, kRsqrt, kReciprocal,
+  kAbs, kNegative, kSquare, kSin, kCos, kErf, kSoftplus, kSign, kFloor, kCeil, kArctan, kMish,
+};
+
+constexpr int kMaxAxes = 6;
+
+// An affine view of a tensor, in elements. Axis 0 is the partition axis of
+// on-chip memory (for HBM, the axis that becomes it when loaded).
+struct Access {
+  int32_t tensor = -1;
+  int64_t offset = 0;
+  int32_t rank = 0;
+  std::array<int64_t, kMaxAxes> sizes{};
+  std::array<int64_t, kMaxAxes> strides{};
+
+  int64_t elements() const;
+  // The first and one past the last element the view touches.
+  int64_t lowest() const;
+  int64_t highest() const;
+};
+
+struct TensorInfo {
+  std::string name;
+  Memory memory = Memory::kSbuf;
+  Dtype dtype = Dtype::kFloat32;
+  std::vector<int64_t> shape;  // on-chip: shape[0] partitions, the rest within each partition
+  int32_t argument = -1;       // HBM: the call's buffer it is (>= 0), else kernel-private
+  int64_t elements() const;
+  int64_t partitionElements() const;  // on-chip: elements each partition holds
+};
+
+// A second operand that is either an immediate or one of the instruction's inputs.
+struct Operand {
+  int32_t input = -1;  // >= 0: inputs[input], read element-wise
+  float value = 0.f;
+};
+
+// The affine loops around an instruction, outermost first: (loop, iteration).
+// Iterations of one affine_range must not depend on each other.
+struct LoopIteration {
+  int32_t loop = 0;
+  int32_t iteration = 0;
+};
+
+struct Instruction {
+  Opcode opcode = Opcode::kTensorCopy;
+  Engine engine = Engine::kVector;
+  Access dst;
+  std::vector<Access> inputs;
+  AluOp op0 = AluOp::kBypass;
+  AluOp op1 = AluOp::kBypass;
+  Operand operand0, operand1;  // kTensorScalar; kActivation: scale, bias; kTensorTensorScan: initial
+  bool reverse0 = false;       // kTensorScalar: operand0 op0 data instead
+  bool reverse1 = false;
+  Function function = Function::kCopy;
+  int32_t reduce_axes = 0;
+  bool negate = false;
+  bool accumulate = false;         // kMatmul: add to dst; else a reduction the loops may share
+  std::vector<float> coefficients;  // kIota: base, then one per dst axis
+  int32_t line = 0;                 // in the kernel's source file
+  int32_t grid_instance = 0;        // which SPMD program instance issued it
+  int32_t loops = -1;               // index into Program::loop_nests, -1 outside affine loops
+};
+
+struct Program {
+  std::string kernel;
+  std::string file;
+  std::vector<TensorInfo> tensors;
+  std::vector<Instruction> instructions;
+  std::vector<std::vector<LoopIteration>> loop_nests;
+  int32_t arguments = 0;  // HBM buffers the call passes (inputs and outputs)
+};
+
+}  // namespace nki

@@ -1,0 +1,344 @@
+#include "nki_runtime/Verifier.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <string_view>
+
+namespace nki {
+namespace {
+
+std::string_view memoryName(Memory memory) {
+  switch (memory) {
+    case Memory::kHbm:
+      return "HBM";
+    case Memory::kSbuf:
+      return "SBUF";
+    case Memory::kPsum:
+      return "PSUM";
+  }
+  return "?";
+}
+
+std::string_view opcodeName(Opcode opcode) {
+  static constexpr std::string_view kNames[] = {
+      "dma_copy", "nc_matmul", "nc_transpose", "tensor_tensor", "tensor_scalar", "activation",
+      "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select"};
+  return kNames[static_cast<int>(opcode)];
+}
+
+std::string_view engineName(Engine engine) {
+  static constexpr std::string_view kNames[] = {"DMA", "Tensor", "Vector", "Scalar", "GpSimd"};
+  return kNames[static_cast<int>(engine)];
+}
+
+bool isFp8(Dtype dtype) { return dtype == Dtype::kFloat8E4M3 || dtype == Dtype::kFloat8E5M2; }
+
+class Checker {
+ public:
+  Checker(const Program& program, const CoreLimits& limits) : program_(program), limits_(limits) {}
+
+  std::vector<Violation> run() {
+    checkTensors();
+    for (std::size_t i = 0; i < program_.instructions.size(); ++i) checkInstruction(static_cast<int>(i));
+    if (violations_.empty()) checkCapacity();
+    if (violations_.empty()) checkAffineIterations();
+    return std::move(violations_);
+  }
+
+ private:
+  template <typename... Parts>
+  void fail(int instruction, const Parts&... parts) {
+    std::ostringstream text;
+    if (instruction >= 0) text << opcodeName(program_.instructions[instruction].opcode) << ": ";
+    (text << ... << parts);
+    const int line = instruction >= 0 ? program_.instructions[instruction].line : 0;
+    violations_.push_back({instruction, line, text.str()});
+  }
+
+  const TensorInfo& tensor(const Access& access) const { return program_.tensors[access.tensor]; }
+
+  void checkTensors() {
+    for (std::size_t t = 0; t < program_.tensors.size(); ++t) {
+      const TensorInfo& info = program_.tensors[t];
+      if (info.memory == Memory::kHbm) continue;
+      if (info.shape.empty() || info.shape[0] > limits_.partitions) {
+        fail(-1, memoryName(info.memory), " tensor '", info.name, "' has ", info.shape.empty() ? 0 : info.shape[0],
+             " partitions; ", limits_.name, " has ", limits_.partitions, " (nl.tile_size.pmax)");
+      }
+      const int64_t bytes = info.partitionElements() * static_cast<int64_t>(byteSize(info.dtype));
+      if (info.memory == Memory::kPsum && bytes > limits_.psum_bank_bytes) {
+        fail(-1, "PSUM tensor '", info.name, "' holds ", bytes, " bytes per partition; a PSUM tile is at most one ",
+             limits_.psum_bank_bytes, "-byte bank (", limits_.psum_bank_bytes / 4, " fp32, nl.tile_size.psum_fmax)");
+      }
+    }
+  }
+
+  // Bounds, and for on-chip memory: the view's axis 0 walks partitions, the others stay in one.
+  bool checkAccess(int i, const Access& access, std::string_view role) {
+    if (access.tensor < 0 || access.tensor >= static_cast<int>(program_.tensors.size()) || access.rank < 1) {
+      fail(i, role, " is not a view of a tensor of the kernel");
+      return false;
+    }
+    const TensorInfo& info = tensor(access);
+    for (int a = 0; a < access.rank; ++a) {
+      if (access.sizes[a] < 1) {
+        fail(i, role, " of '", info.name, "' has an empty axis ", a);
+        return false;
+      }
+    }
+    if (access.lowest() < 0 || access.highest() > info.elements()) {
+      fail(i, role, " reads or writes outside '", info.name, "' (", info.elements(), " elements): elements ",
+           access.lowest(), " to ", access.highest() - 1);
+      return false;
+    }
+    if (info.memory == Memory::kHbm) return true;
+    const int64_t per_partition = info.partitionElements();
+    if (access.sizes[0] > limits_.partitions) {
+      fail(i, role, " of '", info.name, "' spans ", access.sizes[0], " partitions; at most ", limits_.partitions,
+           " (nl.tile_size.pmax)");
+      return false;
+    }
+    const int64_t first_partition = access.offset / per_partition;
+    int64_t free_low = access.offset % per_partition, free_high = free_low;
+    for (int a = 1; a < access.rank; ++a) {
+      const int64_t reach = (access.sizes[a] - 1) * access.strides[a];
+      (reach < 0 ? free_low : free_high) += reach;
+    }
+    const bool partition_axis_ok = access.sizes[0] == 1 || access.strides[0] % per_partition == 0;
+    if (!partition_axis_ok || free_low < 0 || free_high >= per_partition) {
+      fail(i, role, " of '", info.name, "' mixes partitions within a free axis; on-chip tiles are [partition, free...]",
+           " (move data across partitions with nc_transpose or DMA)");
+      return false;
+    }
+    if (access.strides[0] == 0 && access.sizes[0] > 1 && program_.instructions[i].engine != Engine::kDma) {
+      fail(i, role, " of '", info.name, "' broadcasts along the partition axis, which only DMA can do");
+      return false;
+    }
+    (void)first_partition;
+    return true;
+  }
+
+  void requireMemory(int i, const Access& access, std::string_view role, std::initializer_list<Memory> allowed) {
+    const Memory memory = tensor(access).memory;
+    if (std::find(allowed.begin(), allowed.end(), memory) != allowed.end()) return;
+    std::ostringstream names;
+    for (Memory m : allowed) names << (names.tellp() > 0 ? " or " : "") << memoryName(m);
+    fail(i, "the ", engineName(program_.instructions[i].engine), " engine cannot ",
+         role == "dst" ? "write " : "read ", memoryName(memory), " ('", tensor(access).name, "' as ", role,
+         "); it must be ", names.str());
+  }
+
+  void requireSameShape(int i, const Access& a, const Access& b, std::string_view role) {
+    bool same = a.rank == b.rank;
+    for (int x = 0; same && x < a.rank; ++x) same = a.sizes[x] == b.sizes[x];
+    if (!same) fail(i, role, " has a shape that differs from dst's");
+  }
+
+  void checkInstruction(int i) {
+    const Instruction& in = program_.instructions[i];
+    if (!checkAccess(i, in.dst, "dst")) return;
+    for (std::size_t k = 0; k < in.inputs.size(); ++k) {
+      if (!checkAccess(i, in.inputs[k], "input " + std::to_string(k))) return;
+    }
+    const bool dma = in.engine == Engine::kDma;
+    if (dma != (in.opcode == Opcode::kDmaCopy)) {
+      fail(i, "runs on the ", engineName(in.engine), " engine, which does not execute it");
+      return;
+    }
+    const std::initializer_list<Memory> dma_memories = {Memory::kHbm, Memory::kSbuf};
+    const std::initializer_list<Memory> on_chip = in.engine == Engine::kGpSimd
+                                                      ? std::initializer_list<Memory>{Memory::kSbuf}
+                                                      : std::initializer_list<Memory>{Memory::kSbuf, Memory::kPsum};
+    switch (in.opcode) {
+      case Opcode::kDmaCopy:
+        requireMemory(i, in.dst, "dst", dma_memories);
+        requireMemory(i, in.inputs[0], "src", dma_memories);
+        if (in.dst.elements() != in.inputs[0].elements()) fail(i, "src and dst hold different numbers of elements");
+        if (tensor(in.dst).dtype != tensor(in.inputs[0]).dtype) {
+          fail(i, "DMA copies bytes: src is ", name(tensor(in.inputs[0]).dtype), ", dst ",
+               name(tensor(in.dst).dtype), " (convert on a compute engine, e.g. tensor_copy)");
+        }
+        return;
+      case Opcode::kMatmul:
+        return checkMatmul(i, in);
+      case Opcode::kTranspose:
+        return checkTranspose(i, in);
+      default:
+        break;
+    }
+    requireMemory(i, in.dst, "dst", on_chip);
+    for (const Access& input : in.inputs) requireMemory(i, input, "input", on_chip);
+    if (in.opcode == Opcode::kTensorReduce) {
+      const Access& data = in.inputs[0];
+      bool kept = in.dst.rank == data.rank - in.reduce_axes && in.reduce_axes >= 1;
+      for (int a = 0; kept && a < in.dst.rank; ++a) kept = in.dst.sizes[a] == data.sizes[a];
+      if (!kept) fail(i, "dst must have the data's shape without its reduced free axes");
+      if (in.reduce_axes >= data.rank) fail(i, "cannot reduce the partition axis (use tensor_partition_reduce)");
+      return;
+    }
+    for (std::size_t k = 0; k < in.inputs.size(); ++k) requireSameShape(i, in.inputs[k], in.dst, "an input");
+  }
+
+  void checkMatmul(int i, const Instruction& in) {
+    if (in.inputs.size() != 2 || in.dst.rank != 2 || in.inputs[0].rank != 2 || in.inputs[1].rank != 2) {
+      fail(i, "takes [K, M] stationary and [K, N] moving tiles and writes [M, N]");
+      return;
+    }
+    const Access &stationary = in.inputs[0], &moving = in.inputs[1];
+    requireMemory(i, stationary, "stationary", {Memory::kSbuf});
+    requireMemory(i, moving, "moving", {Memory::kSbuf});
+    requireMemory(i, in.dst, "dst", {Memory::kPsum});
+    if (stationary.sizes[0] != moving.sizes[0]) {
+      fail(i, "the contraction (partition) sizes differ: stationary ", stationary.sizes[0], ", moving ",
+           moving.sizes[0]);
+    }
+    if (stationary.sizes[1] > limits_.stationary_free) {
+      fail(i, "stationary free size ", stationary.sizes[1], " exceeds ", limits_.stationary_free,
+           " (nl.tile_size.gemm_stationary_fmax)");
+    }
+    if (moving.sizes[1] > limits_.moving_free) {
+      fail(i, "moving free size ", moving.sizes[1], " exceeds ", limits_.moving_free,
+           " (nl.tile_size.gemm_moving_fmax)");
+    }
+    if (in.dst.sizes[0] != stationary.sizes[1] || in.dst.sizes[1] != moving.sizes[1]) {
+      fail(i, "dst is [", in.dst.sizes[0], ", ", in.dst.sizes[1], "], the product is [", stationary.sizes[1], ", ",
+           moving.sizes[1], "]");
+    }
+    const Dtype s = tensor(stationary).dtype, m = tensor(moving).dtype, d = tensor(in.dst).dtype;
+    if (!isFloat(s) || !isFloat(m)) {
+      fail(i, "the Tensor engine multiplies floating-point tiles, not ", name(isFloat(s) ? m : s));
+    } else if (s != m && !(isFp8(s) && isFp8(m))) {
+      fail(i, "stationary is ", name(s), " and moving ", name(m), "; both must have one dtype (or both fp8)");
+    }
+    if (d != Dtype::kFloat32 && d != Dtype::kBFloat16) {
+      fail(i, "accumulates in fp32: dst in PSUM must be float32 (or bfloat16), not ", name(d));
+    }
+  }
+
+  void checkTranspose(int i, const Instruction& in) {
+    const Access& src = in.inputs.empty() ? in.dst : in.inputs[0];
+    if (in.inputs.size() != 1 || src.rank != 2 || in.dst.rank != 2 || in.dst.sizes[0] != src.sizes[1] ||
+        in.dst.sizes[1] != src.sizes[0]) {
+      fail(i, "writes the [F, P] transpose of a [P, F] tile");
+      return;
+    }
+    if (in.engine == Engine::kTensor) {
+      requireMemory(i, src, "src", {Memory::kSbuf});
+      requireMemory(i, in.dst, "dst", {Memory::kPsum});
+      if (src.sizes[1] > limits_.partitions) {
+        fail(i, "on the Tensor engine the free size ", src.sizes[1], " becomes partitions: at most ",
+             limits_.partitions);
+      }
+    } else {
+      if (src.sizes[0] > 32 || src.sizes[1] > 32) {
+        fail(i, "on the Vector engine a transpose is at most 32x32, not ", src.sizes[0], "x", src.sizes[1]);
+      }
+    }
+    if (tensor(src).dtype != tensor(in.dst).dtype) fail(i, "dst must have src's dtype");
+  }
+
+  struct Span {
+    int first = -1, last = -1;
+  };
+
+  // Which on-chip tensors are alive at once, per SPMD instance: SBUF bytes per partition and PSUM banks.
+  void checkCapacity() {
+    std::vector<Span> spans(program_.tensors.size());
+    const auto touch = [&](const Access& access, int i) {
+      Span& span = spans[access.tensor];
+      if (span.first < 0) span.first = i;
+      span.last = i;
+    };
+    for (std::size_t i = 0; i < program_.instructions.size(); ++i) {
+      const Instruction& in = program_.instructions[i];
+      touch(in.dst, static_cast<int>(i));
+      for (const Access& input : in.inputs) touch(input, static_cast<int>(i));
+    }
+    std::map<int, std::vector<std::pair<int, int>>> changes;  // instruction -> (tensor, +1 born / -1 dies)
+    for (std::size_t t = 0; t < spans.size(); ++t) {
+      if (spans[t].first < 0 || program_.tensors[t].memory == Memory::kHbm) continue;
+      changes[spans[t].first].push_back({static_cast<int>(t), +1});
+      changes[spans[t].last + 1].push_back({static_cast<int>(t), -1});
+    }
+    int64_t sbuf = 0;
+    int banks = 0;
+    for (const auto& [i, events] : changes) {
+      for (const auto& [t, change] : events) {
+        const TensorInfo& info = program_.tensors[t];
+        const int64_t bytes = info.partitionElements() * static_cast<int64_t>(byteSize(info.dtype));
+        if (info.memory == Memory::kSbuf) {
+          sbuf += change * bytes;
+        } else {
+          banks += change * static_cast<int>((bytes + limits_.psum_bank_bytes - 1) / limits_.psum_bank_bytes);
+        }
+      }
+      const int at = std::min<int>(i, static_cast<int>(program_.instructions.size()) - 1);
+      if (sbuf > limits_.sbuf_partition_bytes) {
+        fail(at, "the live SBUF tensors need ", sbuf, " bytes per partition; ", limits_.name, " has ",
+             limits_.sbuf_partition_bytes);
+        return;
+      }
+      if (banks > limits_.psum_banks) {
+        fail(at, "the live PSUM tensors need ", banks, " banks; ", limits_.name, " has ", limits_.psum_banks,
+             " per partition");
+        return;
+      }
+    }
+  }
+
+  struct Touch {
+    int instruction;
+    int iteration;
+    int64_t low, high;
+    bool write;
+  };
+
+  // Iterations of an affine_range run in any order (or at once): one that
+  // reads or overwrites what another wrote is a loop-carried dependency.
+  // Accumulations (matmul into PSUM, `+=` reductions) commute and are allowed.
+  void checkAffineIterations() {
+    std::map<std::pair<int, int>, std::vector<Touch>> touches;  // (loop, tensor) -> touches
+    for (std::size_t i = 0; i < program_.instructions.size(); ++i) {
+      const Instruction& in = program_.instructions[i];
+      if (in.loops < 0) continue;
+      for (const LoopIteration& level : program_.loop_nests[in.loops]) {
+        const auto add = [&](const Access& access, bool write) {
+          touches[{level.loop, access.tensor}].push_back(
+              {static_cast<int>(i), level.iteration, access.lowest(), access.highest(), write});
+        };
+        if (!in.accumulate) add(in.dst, true);
+        for (const Access& input : in.inputs) {
+          if (!(in.accumulate && input.tensor == in.dst.tensor)) add(input, false);
+        }
+      }
+    }
+    for (auto& [key, list] : touches) {
+      std::sort(list.begin(), list.end(), [](const Touch& a, const Touch& b) { return a.low < b.low; });
+      for (std::size_t a = 0; a < list.size(); ++a) {
+        for (std::size_t b = a + 1; b < list.size() && list[b].low < list[a].high; ++b) {
+          const Touch &x = list[a], &y = list[b];
+          if (x.iteration == y.iteration || !(x.write || y.write)) continue;
+          const Touch& later = x.instruction > y.instruction ? x : y;
+          fail(later.instruction, "iterations ", std::min(x.iteration, y.iteration), " and ",
+               std::max(x.iteration, y.iteration), " of an affine_range both use '",
+               program_.tensors[key.second].name, "' and one writes it: a loop-carried dependency ",
+               "(use nl.sequential_range, or give each iteration its own tile)");
+          return;
+        }
+      }
+    }
+  }
+
+  const Program& program_;
+  const CoreLimits& limits_;
+  std::vector<Violation> violations_;
+};
+
+}  // namespace
+
+std::vector<Violation> verify(const Program& program, const CoreLimits& limits) {
+  return Checker(program, limits).run();
+}
+
+}  // namespace nki

@@ -1,0 +1,69 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "nki_runtime/Dtype.h"
+
+using nki::Dtype;
+
+namespace {
+
+float roundTrip(float value, Dtype dtype) {
+  char bytes[4] = {};
+  nki::fromFloat(value, bytes, dtype);
+  return nki::toFloat(bytes, dtype);
+}
+
+uint32_t code(float value, Dtype dtype) {
+  uint32_t bits = 0;
+  nki::fromFloat(value, &bits, dtype);
+  return bits;
+}
+
+}  // namespace
+
+TEST(Dtype, BFloat16RoundsToNearestEven) {
+  EXPECT_EQ(roundTrip(1.0f + std::ldexp(1.f, -8), Dtype::kBFloat16), 1.0f);  // a tie: to even
+  EXPECT_EQ(roundTrip(1.0f + 3 * std::ldexp(1.f, -8), Dtype::kBFloat16), 1.0f + std::ldexp(1.f, -6));
+  EXPECT_EQ(code(-2.0f, Dtype::kBFloat16), 0xc000u);
+  EXPECT_TRUE(std::isnan(roundTrip(NAN, Dtype::kBFloat16)));
+}
+
+TEST(Dtype, Float16KnownCodes) {
+  EXPECT_EQ(code(1.0f, Dtype::kFloat16), 0x3c00u);
+  EXPECT_EQ(code(65504.f, Dtype::kFloat16), 0x7bffu);
+  EXPECT_EQ(code(1.f / 3.f, Dtype::kFloat16), 0x3555u);
+  EXPECT_EQ(code(std::ldexp(1.f, -24), Dtype::kFloat16), 0x0001u);  // the smallest subnormal
+  EXPECT_TRUE(std::isinf(roundTrip(70000.f, Dtype::kFloat16)));
+}
+
+TEST(Dtype, Float8Variants) {
+  EXPECT_EQ(roundTrip(448.f, Dtype::kFloat8E4M3), 448.f);
+  EXPECT_EQ(roundTrip(1000.f, Dtype::kFloat8E4M3), 448.f);  // fn: saturates, no infinity
+  EXPECT_EQ(code(1.0f, Dtype::kFloat8E4M3), 0x38u);
+  EXPECT_EQ(roundTrip(0.1f, Dtype::kFloat8E4M3), 0.1015625f);
+  EXPECT_EQ(code(1.0f, Dtype::kFloat8E5M2), 0x3cu);
+  EXPECT_EQ(roundTrip(57344.f, Dtype::kFloat8E5M2), 57344.f);
+  EXPECT_TRUE(std::isinf(roundTrip(1e6f, Dtype::kFloat8E5M2)));
+}
+
+TEST(Dtype, IntegersRoundAndSaturate) {
+  EXPECT_EQ(roundTrip(2.5f, Dtype::kInt32), 2.f);
+  EXPECT_EQ(roundTrip(300.f, Dtype::kInt8), 127.f);
+  EXPECT_EQ(roundTrip(-5.f, Dtype::kUInt8), 0.f);
+  EXPECT_EQ(roundTrip(NAN, Dtype::kInt16), 0.f);
+  EXPECT_EQ(roundTrip(0.25f, Dtype::kBool), 1.f);
+}
+
+TEST(Dtype, TFloat32KeepsTenMantissaBits) {
+  EXPECT_EQ(roundTrip(1.0f + std::ldexp(1.f, -10), Dtype::kTFloat32), 1.0f + std::ldexp(1.f, -10));
+  EXPECT_EQ(roundTrip(1.0f + std::ldexp(1.f, -12), Dtype::kTFloat32), 1.0f);
+}
+
+TEST(Dtype, SentinelIsNaNForFloats) {
+  uint16_t halves[3];
+  nki::fillSentinel(reinterpret_cast<char*>(halves), sizeof(halves), Dtype::kBFloat16);
+  for (uint16_t h : halves) EXPECT_TRUE(std::isnan(nki::toFloat(&h, Dtype::kBFloat16)));
+}

@@ -1,0 +1,141 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "nki_runtime/Executor.h"
+#include "nki_runtime/tests/ProgramBuilder.h"
+
+using namespace nki;
+using nki::testing::ProgramBuilder;
+using nki::testing::view;
+using nki::testing::whole;
+
+TEST(Executor, LoadAddStoreThroughSbuf) {
+  ProgramBuilder b;
+  const int a = b.argument({4, 8}), c = b.argument({4, 8}), out = b.argument({4, 8});
+  const int ta = b.tile(Memory::kSbuf, {4, 8}), tc = b.tile(Memory::kSbuf, {4, 8}), ts = b.tile(Memory::kSbuf, {4, 8});
+  b.copy(whole(ta, {4, 8}), whole(a, {4, 8}));
+  b.copy(whole(tc, {4, 8}), whole(c, {4, 8}));
+  b.emit(Opcode::kTensorTensor, Engine::kVector, whole(ts, {4, 8}), {whole(ta, {4, 8}), whole(tc, {4, 8})}).op0 =
+      AluOp::kAdd;
+  b.copy(whole(out, {4, 8}), whole(ts, {4, 8}));
+  std::vector<float> x(32), y(32), z(32, -1.f);
+  std::iota(x.begin(), x.end(), 0.f);
+  std::iota(y.begin(), y.end(), 100.f);
+  Executor(b.program()).run({x.data(), y.data(), z.data()});
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(z[i], x[i] + y[i]);
+}
+
+TEST(Executor, MatmulAccumulatesTransposedStationary) {
+  // out[M=2, N=3] = s[K=4, M]^T @ m[K, N], twice accumulated.
+  ProgramBuilder b;
+  const int s = b.argument({4, 2}), m = b.argument({4, 3}), out = b.argument({2, 3});
+  const int ts = b.tile(Memory::kSbuf, {4, 2}), tm = b.tile(Memory::kSbuf, {4, 3});
+  const int acc = b.tile(Memory::kPsum, {2, 3}), res = b.tile(Memory::kSbuf, {2, 3});
+  b.copy(whole(ts, {4, 2}), whole(s, {4, 2}));
+  b.copy(whole(tm, {4, 3}), whole(m, {4, 3}));
+  b.emit(Opcode::kMemset, Engine::kVector, whole(acc, {2, 3})).operand0.value = 0.f;
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    b.emit(Opcode::kMatmul, Engine::kTensor, whole(acc, {2, 3}), {whole(ts, {4, 2}), whole(tm, {4, 3})})
+        .accumulate = true;
+  }
+  b.emit(Opcode::kTensorCopy, Engine::kVector, whole(res, {2, 3}), {whole(acc, {2, 3})});
+  b.copy(whole(out, {2, 3}), whole(res, {2, 3}));
+  std::vector<float> sv = {1, 2, 3, 4, 5, 6, 7, 8}, mv = {1, 0, 2, 0, 1, 0, 3, 1, 1, -1, 0, 2}, ov(6);
+  Executor(b.program()).run({sv.data(), mv.data(), ov.data()});
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      float expected = 0;
+      for (int k = 0; k < 4; ++k) expected += sv[k * 2 + i] * mv[k * 3 + j];
+      EXPECT_EQ(ov[i * 3 + j], 2 * expected) << i << "," << j;
+    }
+  }
+}
+
+TEST(Executor, ReduceTransposeAndActivation) {
+  ProgramBuilder b;
+  const int in = b.argument({3, 5}), sums = b.argument({3}), transposed = b.argument({5, 3});
+  const int t = b.tile(Memory::kSbuf, {3, 5}), r = b.tile(Memory::kSbuf, {3}), e = b.tile(Memory::kSbuf, {3, 5});
+  const int tt = b.tile(Memory::kPsum, {5, 3}), ts = b.tile(Memory::kSbuf, {5, 3});
+  b.copy(whole(t, {3, 5}), whole(in, {3, 5}));
+  Instruction& act = b.emit(Opcode::kActivation, Engine::kScalar, whole(e, {3, 5}), {whole(t, {3, 5})});
+  act.function = Function::kExp;
+  act.operand0.value = 2.f;  // scale
+  act.operand1.value = 0.f;
+  Instruction& sum = b.emit(Opcode::kTensorReduce, Engine::kVector, whole(r, {3}), {whole(e, {3, 5})});
+  sum.op0 = AluOp::kAdd;
+  sum.reduce_axes = 1;
+  b.copy(whole(sums, {3}), whole(r, {3}));
+  b.emit(Opcode::kTranspose, Engine::kTensor, whole(tt, {5, 3}), {whole(t, {3, 5})});
+  b.emit(Opcode::kTensorCopy, Engine::kVector, whole(ts, {5, 3}), {whole(tt, {5, 3})});
+  b.copy(whole(transposed, {5, 3}), whole(ts, {5, 3}));
+  std::vector<float> x(15), s(3), tr(15);
+  for (int i = 0; i < 15; ++i) x[i] = 0.1f * i;
+  Executor(b.program()).run({x.data(), s.data(), tr.data()});
+  for (int p = 0; p < 3; ++p) {
+    double expected = 0;
+    for (int f = 0; f < 5; ++f) expected += std::exp(2.0 * x[p * 5 + f]);
+    EXPECT_NEAR(s[p], expected, 1e-4 * expected);
+    for (int f = 0; f < 5; ++f) EXPECT_EQ(tr[f * 3 + p], x[p * 5 + f]);
+  }
+}
+
+TEST(Executor, ReadBeforeWriteSeesNaN) {
+  ProgramBuilder b;
+  const int out = b.argument({2, 4});
+  const int t = b.tile(Memory::kSbuf, {2, 4});
+  b.copy(whole(out, {2, 4}), whole(t, {2, 4}));  // t never written
+  std::vector<float> o(8, 1.f);
+  Executor(b.program()).run({o.data()});
+  for (float v : o) EXPECT_TRUE(std::isnan(v));
+}
+
+TEST(Executor, TilesOfDisjointLifetimesShareTheArena) {
+  ProgramBuilder b;
+  const int in = b.argument({128, 512}), out = b.argument({128, 512});
+  for (int i = 0; i < 10; ++i) {
+    const int t = b.tile(Memory::kSbuf, {128, 512});
+    b.copy(whole(t, {128, 512}), whole(in, {128, 512}));
+    b.copy(whole(out, {128, 512}), whole(t, {128, 512}));
+  }
+  Executor executor(b.program());
+  EXPECT_EQ(executor.arenaBytes(), 128 * 512 * 4);
+}
+
+TEST(Executor, StridedViewsAndBf16Conversion) {
+  // Load every other column of a bf16 HBM matrix, convert to fp32 on the Vector engine.
+  ProgramBuilder b;
+  const int in = b.argument({2, 6}, Dtype::kBFloat16), out = b.argument({2, 3});
+  const int t = b.tile(Memory::kSbuf, {2, 3}, Dtype::kBFloat16), f = b.tile(Memory::kSbuf, {2, 3});
+  b.copy(whole(t, {2, 3}), view(in, 1, {{2, 6}, {3, 2}}));
+  b.emit(Opcode::kTensorCopy, Engine::kVector, whole(f, {2, 3}), {whole(t, {2, 3})});
+  b.copy(whole(out, {2, 3}), whole(f, {2, 3}));
+  std::vector<uint16_t> x(12);
+  for (int i = 0; i < 12; ++i) nki::fromFloat(static_cast<float>(i), &x[i], Dtype::kBFloat16);
+  std::vector<float> o(6);
+  Executor(b.program()).run({x.data(), o.data()});
+  EXPECT_EQ(o, (std::vector<float>{1, 3, 5, 7, 9, 11}));
+}
+
+TEST(Executor, ScanAndIota) {
+  ProgramBuilder b;
+  const int out = b.argument({2, 4}), idx = b.argument({2, 4});
+  const int ones = b.tile(Memory::kSbuf, {2, 4}), zeros = b.tile(Memory::kSbuf, {2, 4});
+  const int s = b.tile(Memory::kSbuf, {2, 4}), io = b.tile(Memory::kSbuf, {2, 4});
+  b.emit(Opcode::kMemset, Engine::kVector, whole(ones, {2, 4})).operand0.value = 1.f;
+  b.emit(Opcode::kMemset, Engine::kVector, whole(zeros, {2, 4})).operand0.value = 0.f;
+  Instruction& scan = b.emit(Opcode::kTensorTensorScan, Engine::kVector, whole(s, {2, 4}),
+                             {whole(ones, {2, 4}), whole(zeros, {2, 4})});
+  scan.op0 = AluOp::kAdd;  // running count
+  scan.op1 = AluOp::kAdd;
+  scan.operand0.value = 10.f;
+  b.emit(Opcode::kIota, Engine::kGpSimd, whole(io, {2, 4})).coefficients = {5.f, 100.f, 2.f};
+  b.copy(whole(out, {2, 4}), whole(s, {2, 4}));
+  b.copy(whole(idx, {2, 4}), whole(io, {2, 4}));
+  std::vector<float> o(8), ix(8);
+  Executor(b.program()).run({o.data(), ix.data()});
+  EXPECT_EQ(o, (std::vector<float>{11, 12, 13, 14, 11, 12, 13, 14}));
+  EXPECT_EQ(ix, (std::vector<float>{5, 7, 9, 11, 105, 107, 109, 111}));
+}
