@@ -34,6 +34,51 @@ std::string_view engineName(Engine engine) {
 
 bool isFp8(Dtype dtype) { return dtype == Dtype::kFloat8E4M3 || dtype == Dtype::kFloat8E5M2; }
 
+// A view as a box in its tensor's row-major coordinates (per dimension: first
+// index, last index, step), when each of its axes walks one dimension.
+struct Box {
+  std::vector<int64_t> first, last, step;
+};
+
+bool boxOf(const Access& access, const TensorInfo& tensor, Box& box) {
+  const auto& shape = tensor.shape;
+  const int dims = static_cast<int>(shape.size());
+  std::vector<int64_t> strides(dims, 1);
+  for (int d = dims - 2; d >= 0; --d) strides[d] = strides[d + 1] * shape[d + 1];
+  box.first.assign(dims, 0);
+  box.step.assign(dims, 1);
+  int64_t rest = access.offset;
+  for (int d = 0; d < dims; ++d) {
+    box.first[d] = rest / strides[d];
+    rest %= strides[d];
+  }
+  box.last = box.first;
+  std::vector<bool> used(dims, false);
+  for (int a = 0; a < access.rank; ++a) {
+    if (access.sizes[a] == 1) continue;
+    const int64_t stride = access.strides[a];
+    int d = 0;
+    while (d < dims && (stride <= 0 || stride % strides[d] != 0)) ++d;
+    if (d == dims || used[d]) return false;
+    used[d] = true;
+    box.step[d] = stride / strides[d];
+    box.last[d] = box.first[d] + box.step[d] * (access.sizes[a] - 1);
+    if (box.last[d] >= shape[d]) return false;
+  }
+  return true;
+}
+
+// Whether two views of one tensor may share an element (exact for boxes, else by their extents).
+bool mayOverlap(const Access& a, const Access& b, const TensorInfo& tensor) {
+  Box x, y;
+  if (!boxOf(a, tensor, x) || !boxOf(b, tensor, y)) return true;
+  for (std::size_t d = 0; d < x.first.size(); ++d) {
+    if (x.last[d] < y.first[d] || y.last[d] < x.first[d]) return false;
+    if (x.step[d] == y.step[d] && x.step[d] > 1 && (x.first[d] - y.first[d]) % x.step[d] != 0) return false;
+  }
+  return true;
+}
+
 class Checker {
  public:
   Checker(const Program& program, const CoreLimits& limits) : program_(program), limits_(limits) {}
@@ -292,6 +337,7 @@ class Checker {
     int iteration;
     int64_t low, high;
     bool write;
+    const Access* access;
   };
 
   // Iterations of an affine_range run in any order (or at once): one that
@@ -305,7 +351,7 @@ class Checker {
       for (const LoopIteration& level : program_.loop_nests[in.loops]) {
         const auto add = [&](const Access& access, bool write) {
           touches[{level.loop, access.tensor}].push_back(
-              {static_cast<int>(i), level.iteration, access.lowest(), access.highest(), write});
+              {static_cast<int>(i), level.iteration, access.lowest(), access.highest(), write, &access});
         };
         if (!in.accumulate) add(in.dst, true);
         for (const Access& input : in.inputs) {
@@ -319,6 +365,7 @@ class Checker {
         for (std::size_t b = a + 1; b < list.size() && list[b].low < list[a].high; ++b) {
           const Touch &x = list[a], &y = list[b];
           if (x.iteration == y.iteration || !(x.write || y.write)) continue;
+          if (!mayOverlap(*x.access, *y.access, program_.tensors[key.second])) continue;
           const Touch& later = x.instruction > y.instruction ? x : y;
           fail(later.instruction, "iterations ", std::min(x.iteration, y.iteration), " and ",
                std::max(x.iteration, y.iteration), " of an affine_range both use '",

@@ -41,6 +41,10 @@ def _register() -> None:
     from . import distributed as _distributed
 
     _distributed.register()
+    # `import nki` / `neuronxcc.nki` resolve to torch_neuronx.nki where AWS's packages are absent.
+    from .nki import aliases as _nki_aliases
+
+    _nki_aliases.install()
 
 
 def _autoload() -> None:

@@ -13,6 +13,7 @@
 #include "aten/kernels/WidenedSimd.h"
 #include "aten/python/CompileBindings.h"
 #include "aten/python/DistributedBindings.h"
+#include "aten/python/NkiBindings.h"
 #include "aten/core/NeuronAllocator.h"
 #include "aten/core/NeuronGenerator.h"
 #include "aten/core/NeuronGuard.h"
@@ -100,4 +101,5 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_fallback_counts", &resetCpuFallbackCounts);
   bindCompile(m);
   bindDistributed(m);
+  bindNki(m);
 }

@@ -143,3 +143,18 @@ TEST(Verifier, PartitionBroadcastOnlyByDma) {
   b.emit(Opcode::kTensorCopy, Engine::kVector, whole(t, {4, 8}), {view(row, 0, {{4, 0}, {8, 1}})});
   EXPECT_VIOLATION(b.program(), "broadcasts along the partition axis");
 }
+
+TEST(Verifier, DisjointBlocksOfOneTensorAreIndependent) {
+  // Iteration n stores columns [4n, 4n + 4) of an [8, 8] output: interleaved extents, disjoint elements.
+  ProgramBuilder b;
+  const int out = b.argument({8, 8});
+  const int t = b.tile(Memory::kSbuf, {8, 4});
+  b.emit(Opcode::kMemset, Engine::kVector, whole(t, {8, 4}));
+  b.program().loop_nests = {{{0, 0}}, {{0, 1}}};
+  for (int n = 0; n < 2; ++n) b.copy(view(out, 4 * n, {{8, 8}, {4, 1}}), whole(t, {8, 4})).loops = n;
+  EXPECT_EQ(firstViolation(b.program()), "");
+  // Overlapping column blocks (columns 2..5 twice) are a dependency.
+  b.program().instructions.back().dst = view(out, 2, {{8, 8}, {4, 1}});
+  b.program().instructions[1].dst = view(out, 3, {{8, 8}, {4, 1}});
+  EXPECT_VIOLATION(b.program(), "loop-carried dependency");
+}

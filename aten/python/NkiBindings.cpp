@@ -1,0 +1,168 @@
+#include "aten/python/NkiBindings.h"
+
+#include <ATen/Tensor.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nki_runtime/Executor.h"
+#include "nki_runtime/Verifier.h"
+#include "runtime/HostAccess.h"
+
+namespace py = pybind11;
+
+namespace torch_neuronx {
+namespace {
+
+using nki::Access;
+
+Access toAccess(const py::tuple& t) {
+  // (tensor, offset, sizes, strides)
+  Access access;
+  access.tensor = t[0].cast<int32_t>();
+  access.offset = t[1].cast<int64_t>();
+  const auto sizes = t[2].cast<std::vector<int64_t>>();
+  const auto strides = t[3].cast<std::vector<int64_t>>();
+  if (sizes.size() != strides.size() || sizes.size() > static_cast<std::size_t>(nki::kMaxAxes)) {
+    throw std::invalid_argument("nki: a view has " + std::to_string(sizes.size()) + " axes; at most " +
+                                std::to_string(nki::kMaxAxes));
+  }
+  access.rank = static_cast<int32_t>(sizes.size());
+  for (std::size_t a = 0; a < sizes.size(); ++a) {
+    access.sizes[a] = sizes[a];
+    access.strides[a] = strides[a];
+  }
+  return access;
+}
+
+nki::Operand toOperand(const py::tuple& t) { return {t[0].cast<int32_t>(), t[1].cast<float>()}; }
+
+// The instruction tuples torch_neuronx/nki/program.py writes, field by field.
+nki::Instruction toInstruction(const py::dict& d) {
+  nki::Instruction in;
+  in.opcode = static_cast<nki::Opcode>(d["opcode"].cast<int>());
+  in.engine = static_cast<nki::Engine>(d["engine"].cast<int>());
+  in.dst = toAccess(d["dst"].cast<py::tuple>());
+  for (const auto& input : d["inputs"].cast<py::list>()) in.inputs.push_back(toAccess(input.cast<py::tuple>()));
+  in.op0 = static_cast<nki::AluOp>(d["op0"].cast<int>());
+  in.op1 = static_cast<nki::AluOp>(d["op1"].cast<int>());
+  in.operand0 = toOperand(d["operand0"].cast<py::tuple>());
+  in.operand1 = toOperand(d["operand1"].cast<py::tuple>());
+  in.reverse0 = d["reverse0"].cast<bool>();
+  in.reverse1 = d["reverse1"].cast<bool>();
+  in.function = static_cast<nki::Function>(d["function"].cast<int>());
+  in.reduce_axes = d["reduce_axes"].cast<int32_t>();
+  in.negate = d["negate"].cast<bool>();
+  in.accumulate = d["accumulate"].cast<bool>();
+  in.coefficients = d["coefficients"].cast<std::vector<float>>();
+  in.line = d["line"].cast<int32_t>();
+  in.grid_instance = d["grid_instance"].cast<int32_t>();
+  in.loops = d["loops"].cast<int32_t>();
+  return in;
+}
+
+const nki::CoreLimits& limitsOf(int version) {
+  switch (version) {
+    case 2:
+      return nki::kNeuronCoreV2;
+    case 3:
+      return nki::kNeuronCoreV3;
+    case 4:
+      return nki::kNeuronCoreV4;
+  }
+  throw std::invalid_argument("nki: no NeuronCore-v" + std::to_string(version) + " (2: trn1, 3: trn2, 4: trn3)");
+}
+
+std::shared_ptr<nki::Executor> build(const std::string& kernel, const std::string& file, const py::list& tensors,
+                                     const py::list& instructions, const py::list& loop_nests, int arguments) {
+  nki::Program program;
+  program.kernel = kernel;
+  program.file = file;
+  program.arguments = arguments;
+  for (const auto& item : tensors) {
+    const auto t = item.cast<py::tuple>();  // (name, memory, dtype, shape, argument)
+    nki::TensorInfo info;
+    info.name = t[0].cast<std::string>();
+    info.memory = static_cast<nki::Memory>(t[1].cast<int>());
+    info.dtype = static_cast<nki::Dtype>(t[2].cast<int>());
+    info.shape = t[3].cast<std::vector<int64_t>>();
+    info.argument = t[4].cast<int32_t>();
+    program.tensors.push_back(std::move(info));
+  }
+  for (const auto& item : instructions) program.instructions.push_back(toInstruction(item.cast<py::dict>()));
+  for (const auto& nest : loop_nests) {
+    std::vector<nki::LoopIteration> levels;
+    for (const auto& level : nest.cast<py::list>()) {
+      const auto pair = level.cast<py::tuple>();
+      levels.push_back({pair[0].cast<int32_t>(), pair[1].cast<int32_t>()});
+    }
+    program.loop_nests.push_back(std::move(levels));
+  }
+  return std::make_shared<nki::Executor>(std::move(program));
+}
+
+void* hostAddress(const at::Tensor& tensor) {
+  void* data = const_cast<void*>(tensor.const_data_ptr());
+  if (tensor.device().is_cpu()) return data;
+  if (tensor.device().is_privateuseone()) return nrt::hostView(tensor.device().index(), data, tensor.nbytes());
+  throw std::invalid_argument("nki: a kernel runs on neuron or CPU tensors, not on " + tensor.device().str());
+}
+
+void run(const nki::Executor& executor, const std::vector<at::Tensor>& buffers) {
+  std::vector<void*> addresses;
+  for (const at::Tensor& buffer : buffers) {
+    if (!buffer.is_contiguous()) throw std::invalid_argument("nki: HBM buffers must be contiguous");
+    addresses.push_back(hostAddress(buffer));
+  }
+  py::gil_scoped_release release;
+  executor.run(addresses);
+}
+
+py::dict codes() {
+  py::dict all;
+  const auto names = [](std::initializer_list<const char*> list) {
+    py::dict d;
+    int i = 0;
+    for (const char* name : list) d[name] = i++;
+    return d;
+  };
+  all["memory"] = names({"hbm", "sbuf", "psum"});
+  all["engine"] = names({"dma", "tensor", "vector", "scalar", "gpsimd"});
+  all["dtype"] = names({"float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2", "int8",
+                        "int16", "int32", "uint8", "uint16", "uint32", "bool"});
+  all["opcode"] = names({"dma_copy", "nc_matmul", "nc_transpose", "tensor_tensor", "tensor_scalar", "activation",
+                         "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select"});
+  all["alu"] = names({"bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod",
+                      "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
+                      "logical_or", "logical_xor", "abs_max"});
+  all["function"] = names({"copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "silu",
+                           "sqrt", "rsqrt", "reciprocal", "abs", "negative", "square", "sin", "cos", "erf",
+                           "softplus", "sign", "floor", "ceil", "arctan", "mish"});
+  return all;
+}
+
+}  // namespace
+
+void bindNki(py::module& m) {
+  py::class_<nki::Executor, std::shared_ptr<nki::Executor>>(m, "_NkiProgram")
+      .def("verify",
+           [](const nki::Executor& self, int version) {
+             std::vector<py::tuple> found;
+             for (const auto& v : nki::verify(self.program(), limitsOf(version))) {
+               found.push_back(py::make_tuple(v.instruction, v.line, v.message));
+             }
+             return found;
+           })
+      .def("run", &run, py::arg("buffers"))
+      .def_property_readonly("arena_bytes", &nki::Executor::arenaBytes)
+      .def_property_readonly("instructions", [](const nki::Executor& self) {
+        return self.program().instructions.size();
+      });
+  m.def("_nki_build", &build);
+  m.def("_nki_codes", &codes);
+}
+
+}  // namespace torch_neuronx

@@ -1,0 +1,14 @@
+"""NKI, the Neuron Kernel Interface, on the emulated NeuronCore.
+
+`@nki.jit` kernels written for Trainium (current API: `import nki`,
+`nki.language`, `nki.isa`; beta API: `neuronxcc.nki`) run unchanged on neuron
+tensors, CPU tensors and NumPy arrays: traced once per input signature into an
+instruction program (trace.py), checked against the NeuronCore's limits and
+replayed by C++ (nki_runtime/). Where AWS's packages are not installed, the
+import names `nki` and `neuronxcc.nki` resolve here (aliases.py).
+"""
+from . import isa, language  # noqa: F401
+from .kernel import Kernel, baremetal, benchmark, jit, simulate_kernel  # noqa: F401
+from .trace import NkiError  # noqa: F401
+
+__all__ = ["jit", "language", "isa", "simulate_kernel", "baremetal", "benchmark", "Kernel", "NkiError"]

@@ -1,0 +1,105 @@
+"""neuronxcc.nki.isa: the beta API's instructions, which allocate and return
+their result tile (dtype=, mask= keywords) instead of taking a destination."""
+from __future__ import annotations
+
+from . import isa
+from . import language as nl
+from .indexing import IndexExpr
+from .isa import engine, get_nc_version, nc_version  # noqa: F401 - part of the module
+from .trace import FLOATS, View, current
+
+
+def _out(shape, dtype, like_dtype, buffer=nl.sbuf) -> View:
+    return nl.ndarray(shape, dtype or like_dtype, buffer)
+
+
+def nc_matmul(stationary: View, moving: View, mask=None, is_transpose: bool = False, **_) -> View:
+    out = nl.ndarray((stationary.shape[1], moving.shape[1]), nl.float32, nl.psum)
+    isa.nc_matmul(out, stationary, moving, accumulate=False, is_transpose=is_transpose, mask=mask)
+    return out
+
+
+def nc_transpose(data: View, engine=None, mask=None, dtype=None, **_) -> View:
+    on_tensor = engine in (None, "unknown", "tensor") and (data.shape[0] > 32 or data.shape[1] > 32 or
+                                                           engine == "tensor")
+    out = nl.ndarray((data.shape[1], data.shape[0]), dtype or data.dtype, nl.psum if on_tensor else nl.sbuf)
+    isa.nc_transpose(out, data, engine="tensor" if on_tensor else "vector", mask=mask)
+    return out
+
+
+def tensor_tensor(data1: View, data2: View, op, dtype=None, mask=None, engine=None, **_) -> View:
+    out = _out(data1.shape if data1.elements() >= data2.elements() else data2.shape, dtype,
+               data1.dtype if data1.dtype == data2.dtype else "float32")
+    isa.tensor_tensor(out, data1, data2, op, engine=engine, mask=mask)
+    return out
+
+
+def tensor_scalar(data: View, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, dtype=None,
+                  mask=None, engine=None, **_) -> View:
+    out = _out(data.shape, dtype, data.dtype)
+    isa.tensor_scalar(out, data, op0, operand0, reverse0, op1, operand1, reverse1, engine=engine, mask=mask)
+    return out
+
+
+def tensor_reduce(op, data: View, axis, dtype=None, negate=False, keepdims=False, mask=None, **_) -> View:
+    count = nl._reduce_axes(data, axis)
+    kept = data.shape[:data.ndim - count]
+    out = _out(kept + (1,) * count if keepdims or len(kept) < 2 else kept, dtype, data.dtype)
+    isa.tensor_reduce(out, op, data, axis, negate=negate, mask=mask)
+    return out
+
+
+def tensor_copy(src: View, dtype=None, mask=None, engine=None, **_) -> View:
+    out = _out(src.shape, dtype, src.dtype)
+    isa.tensor_copy(out, src, engine=engine, mask=mask)
+    return out
+
+
+def activation(op, data: View, bias=None, scale=1.0, dtype=None, mask=None, reduce_op=None, reduce_res=None,
+               **_) -> View:
+    out = _out(data.shape, dtype, data.dtype if data.dtype in FLOATS else "float32")
+    isa.activation(out, op, data, bias=bias, scale=scale, reduce_op=reduce_op, reduce_res=reduce_res, mask=mask)
+    return out
+
+
+def memset(shape, value, dtype, mask=None, engine=None, **_) -> View:
+    out = nl.ndarray(shape, dtype)
+    isa.memset(out, value, engine=engine, mask=mask)
+    return out
+
+
+def iota(expr: IndexExpr, dtype, mask=None, **_) -> View:
+    """The values of an affine index expression of nl.arange / nl.mgrid, as a tile."""
+    variables = sorted(expr.variables.values(), key=lambda v: v.position)
+    rank = max(v.rank for v in variables)
+    sizes = [1] * rank
+    coefficients = [0.0] * rank
+    for v in variables:
+        position = v.position + rank - v.rank
+        sizes[position] = v.size
+        coefficients[position] += expr.terms.get(v.id, 0)
+    if rank < 2:
+        sizes, coefficients = sizes + [1], coefficients + [0.0]
+    out = nl.ndarray(sizes, dtype)
+    nl._emit("iota", "gpsimd", out, (), mask, coefficients=[expr.const] + coefficients)
+    return out
+
+
+def reciprocal(data: View, dtype=None, mask=None, **_) -> View:
+    out = _out(data.shape, dtype, data.dtype)
+    isa.reciprocal(out, data, mask=mask)
+    return out
+
+
+def tensor_tensor_scan(data0: View, data1: View, initial, op0, op1, reverse0=False, reverse1=False, dtype=None,
+                       mask=None, **_) -> View:
+    out = _out(data0.shape, dtype, data0.dtype)
+    isa.tensor_tensor_scan(out, data0, data1, initial, op0, op1, reverse0, reverse1, mask=mask)
+    return out
+
+
+def dma_copy(*, dst: View, src: View, mask=None, **kwargs) -> None:
+    isa.dma_copy(dst, src, mask=mask, **kwargs)
+
+
+_ = current

@@ -1,0 +1,188 @@
+"""nki.isa (`nisa`), current API: one function per NeuronCore instruction,
+destination first, returning nothing."""
+from __future__ import annotations
+
+from typing import Optional
+
+from . import language as nl
+from .language import _broadcast, _emit, _reduce_axes
+from .trace import View, current
+
+
+class engine:  # noqa: N801
+    unknown, tensor, vector, scalar, gpsimd, activation, dma = "unknown", "tensor", "vector", "scalar", \
+        "gpsimd", "scalar", "dma"
+
+
+class nc_version:  # noqa: N801
+    gen2, gen3, gen4 = 2, 3, 4
+
+
+def get_nc_version() -> int:
+    return current().version
+
+
+_NUMPY_NAMES = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+                "true_divide": "divide", "maximum": "maximum", "minimum": "minimum", "power": "power",
+                "equal": "equal", "not_equal": "not_equal", "greater": "greater", "greater_equal": "greater_equal",
+                "less": "less", "less_equal": "less_equal", "logical_and": "logical_and",
+                "logical_or": "logical_or", "logical_xor": "logical_xor", "mod": "mod", "remainder": "mod"}
+_NUMPY_FUNCTIONS = {"exp": "exp", "log": "log", "tanh": "tanh", "sqrt": "sqrt", "abs": "abs", "absolute": "abs",
+                    "negative": "negative", "square": "square", "sin": "sin", "cos": "cos", "sign": "sign",
+                    "floor": "floor", "ceil": "ceil", "arctan": "arctan", "reciprocal": "reciprocal"}
+
+
+def alu_of(op) -> str:
+    if op is None:
+        return "bypass"
+    name = getattr(op, "nki_alu", None) or _NUMPY_NAMES.get(getattr(op, "__name__", str(op)))
+    if name is None:
+        raise current().error(f"{op!r} is not an ALU operator (nl.add, nl.multiply, nl.maximum, ...)")
+    return name
+
+
+def function_of(op) -> str:
+    name = getattr(op, "nki_function", None) or _NUMPY_FUNCTIONS.get(getattr(op, "__name__", str(op)))
+    if name is None and getattr(op, "__name__", "") == "copy":
+        name = "copy"
+    if name is None:
+        raise current().error(f"{op!r} is not an activation function (nl.exp, nl.tanh, nl.copy, ...)")
+    return name
+
+
+def _engine(requested, default: str) -> str:
+    return default if requested in (None, "unknown") else requested
+
+
+def dma_copy(dst: View, src: View, mask=None, dst_rmw_op=None, **_) -> None:
+    if dst_rmw_op is not None:
+        raise current().error("dma_copy with dst_rmw_op is not supported by this emulator yet")
+    d, s = nl._same_shape(dst, src)
+    if d is None:
+        raise current().error(f"dma_copy: {src!r} and {dst!r} differ in shape")
+    _emit("dma_copy", "dma", d, (s,), mask)
+
+
+def nc_matmul(dst: View, stationary: View, moving: View, accumulate: Optional[bool] = None,
+              is_transpose: bool = False, mask=None, **_) -> None:
+    """dst[M, N] = stationary[K, M].T @ moving[K, N]; accumulate=None adds to what an earlier
+    write left in that PSUM range and overwrites a range not yet written, as the hardware does."""
+    if is_transpose:
+        _emit("nc_transpose", "tensor", dst, (stationary,), mask)
+        return
+    if accumulate is None:
+        low, high = dst.offset, dst.offset + dst.elements()
+        accumulate = any(lo <= low and high <= hi for lo, hi in current().psum_written.get(dst.decl.id, ()))
+    _emit("nc_matmul", "tensor", dst, (stationary, moving), mask, accumulate=bool(accumulate))
+
+
+def nc_transpose(dst: View, data: View, engine=None, mask=None, **_) -> None:
+    _emit("nc_transpose", _engine(engine, "tensor" if data.shape[0] > 32 or data.shape[1] > 32 or
+                                  dst.buffer == "psum" else "vector"), dst, (data,), mask)
+
+
+def tensor_tensor(dst: View, data1: View, data2: View, op, engine=None, mask=None, **_) -> None:
+    if data1.buffer == "psum" and data2.buffer == "psum":
+        raise current().error("tensor_tensor: at most one input may be in PSUM")
+    _emit("tensor_tensor", _engine(engine, "vector"), dst, (_broadcast(data1, dst), _broadcast(data2, dst)),
+          mask, op0=alu_of(op))
+
+
+def _operand(value, inputs: list, like: View):
+    if isinstance(value, View):
+        if value.shape[0] != like.shape[0] or any(s != 1 for s in value.shape[1:]):
+            raise current().error(f"a tensor_scalar operand is a scalar or a [partitions, 1] vector, "
+                                  f"not {value!r}")
+        inputs.append(value.broadcast_to((value.shape[0],) + like.shape[1:]) if value.ndim == like.ndim else
+                      View(value.decl, value.offset, like.shape, (value.strides[0],) + (0,) * (like.ndim - 1)))
+        return (len(inputs) - 1, 0.0)
+    return (-1, float(value or 0.0))
+
+
+def tensor_scalar(dst: View, data: View, op0, operand0, reverse0: bool = False, op1=None, operand1=None,
+                  reverse1: bool = False, engine=None, mask=None, **_) -> None:
+    inputs = [data]
+    first = _operand(operand0, inputs, data)
+    second = _operand(operand1, inputs, data) if op1 is not None else (-1, 0.0)
+    _emit("tensor_scalar", _engine(engine, "vector"), dst, inputs, mask, op0=alu_of(op0), operand0=first,
+          reverse0=reverse0, op1=alu_of(op1), operand1=second, reverse1=reverse1)
+
+
+def tensor_reduce(dst: View, op, data: View, axis, negate: bool = False, keepdims: bool = False, mask=None,
+                  **_) -> None:
+    count = _reduce_axes(data, axis)
+    kept = data.ndim - count
+    target = View(dst.decl, dst.offset, dst.sizes[:kept], dst.strides[:kept]) if dst.ndim > kept else dst
+    _emit("tensor_reduce", "vector", target, (data,), mask, op0=alu_of(op), reduce_axes=count, negate=negate)
+
+
+def tensor_copy(dst: View, src: View, engine=None, mask=None, **_) -> None:
+    chosen = _engine(engine, "vector")
+    if chosen == "gpsimd" and "psum" in (dst.buffer, src.buffer):
+        raise current().error("tensor_copy: the GpSimd engine cannot reach PSUM")
+    d, s = nl._same_shape(dst, src)
+    if d is None:
+        raise current().error(f"tensor_copy: {src!r} and {dst!r} differ in shape")
+    _emit("tensor_copy", chosen, d, (s,), mask)
+
+
+def activation(dst: View, op, data: View, bias=None, scale=1.0, reduce_op=None, reduce_res=None, mask=None,
+               **_) -> None:
+    inputs = [data]
+    scale_operand = _operand(scale, inputs, data) if isinstance(scale, View) else (-1, float(scale))
+    bias_operand = _operand(bias, inputs, data) if bias is not None else (-1, 0.0)
+    _emit("activation", "scalar", dst, inputs, mask, function=function_of(op), operand0=scale_operand,
+          operand1=bias_operand)
+    if reduce_res is not None:
+        tensor_reduce(reduce_res, reduce_op or nl.add, dst, axis=tuple(range(1, dst.ndim)), keepdims=True)
+
+
+def activation_reduce(dst: View, op, data: View, reduce_op, reduce_res: View, bias=None, scale=1.0, **kw) -> None:
+    activation(dst, op, data, bias=bias, scale=scale, reduce_op=reduce_op, reduce_res=reduce_res, **kw)
+
+
+def memset(dst: View, value, engine=None, mask=None, **_) -> None:
+    _emit("memset", _engine(engine, "vector"), dst, (), mask, operand0=(-1, float(value)))
+
+
+def iota(dst: View, pattern=None, offset: int = 0, channel_multiplier: int = 0, mask=None, **_) -> None:
+    """dst[c, ...] = offset + c * channel_multiplier + sum of step * index over `pattern`'s [step, count]."""
+    if dst.buffer != "sbuf":
+        raise current().error("iota runs on the GpSimd engine, which writes SBUF only")
+    pattern = list(pattern or [[1, dst.elements() // dst.shape[0]]])
+    free = 1
+    for _, count in pattern:
+        free *= count
+    if free * dst.shape[0] != dst.elements():
+        raise current().error(f"iota pattern {pattern} does not cover {dst!r}")
+    target = View(dst.decl, dst.offset, (dst.shape[0],) + tuple(c for _, c in pattern),
+                  (dst.strides[0],) + _row_major(tuple(c for _, c in pattern)))
+    _emit("iota", "gpsimd", target, (), mask,
+          coefficients=[offset, channel_multiplier] + [s for s, _ in pattern])
+
+
+def _row_major(sizes):
+    strides, step = [], 1
+    for s in reversed(sizes):
+        strides.append(step)
+        step *= s
+    return tuple(reversed(strides))
+
+
+def reciprocal(dst: View, data: View, mask=None, **_) -> None:
+    _emit("activation", "vector", dst, (data,), mask, function="reciprocal", operand0=(-1, 1.0),
+          operand1=(-1, 0.0))
+
+
+def tensor_tensor_scan(dst: View, data0: View, data1: View, initial, op0, op1, reverse0: bool = False,
+                       reverse1: bool = False, mask=None, **_) -> None:
+    if reverse0 or reverse1:
+        raise current().error("tensor_tensor_scan with reversed operands is not supported by this emulator yet")
+    if isinstance(initial, View):
+        raise current().error("tensor_tensor_scan: a per-partition initial value is not supported yet")
+    _emit("tensor_tensor_scan", "vector", dst, (data0, data1), mask, op0=alu_of(op0), op1=alu_of(op1),
+          operand0=(-1, float(initial)))
+
+
+def select(dst: View, predicate: View, on_true: View, on_false: View, mask=None, **_) -> None:
+    _emit("select", "vector", dst, (predicate, on_true, on_false), mask)

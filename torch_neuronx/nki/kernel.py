@@ -1,0 +1,299 @@
+"""@nki.jit: a kernel traced once per input signature, verified against the
+NeuronCore it targets, cached in memory and on disk, and replayed by the C++
+executor on neuron tensors (or CPU tensors and NumPy arrays, as AWS's
+simulator takes them)."""
+from __future__ import annotations
+
+import functools
+import glob
+import hashlib
+import inspect
+import itertools
+import os
+import pickle
+import threading
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+import torch
+
+from .trace import NkiError, Trace, View, dtype_name
+
+_TORCH_DTYPES = {
+    "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "int8": torch.int8,
+    "int16": torch.int16, "int32": torch.int32, "uint8": torch.uint8, "bool": torch.bool,
+    "float8_e4m3": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2,
+    "uint16": torch.uint16, "uint32": torch.uint32,
+}
+_PLATFORM_VERSIONS = {"trn1": 2, "inf2": 2, "trn2": 3, "trn3": 4}
+
+
+def numpy_dtype(name: str):
+    import numpy as np
+    if name in ("bfloat16", "float8_e4m3", "float8_e5m2", "tfloat32"):
+        raise NkiError(f"NumPy has no {name}: pass torch tensors for it")
+    return np.dtype({"bool": "bool"}.get(name, name))
+
+
+def _tracer_version() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "*.py"))):
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    return digest.hexdigest()[:16]
+
+
+def _cache_dir() -> str:
+    from ..compile import cache
+    return os.path.join(cache.cache_dir(), "nki")
+
+
+def target_version(platform_target: Optional[str] = None) -> int:
+    """The NeuronCore generation a kernel is checked for: the jit argument, then
+    NEURON_PLATFORM_TARGET_OVERRIDE, then the emulated topology's platform."""
+    platform = platform_target or os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE")
+    if not platform:
+        from torch_neuronx import _C
+        platform = _C._topology().get("platform", "trn2")
+    version = _PLATFORM_VERSIONS.get(str(platform).lower())
+    if version is None:
+        raise NkiError(f"unknown platform target {platform!r} ({', '.join(_PLATFORM_VERSIONS)})")
+    return version
+
+
+class _Compiled:
+    """A verified program and how its HBM buffers map to the call."""
+
+    def __init__(self, encoded: dict, outputs: list, returns: Any, version: int, traced: bool):
+        from torch_neuronx import _C
+        self.encoded, self.outputs, self.returns, self.traced = encoded, outputs, returns, traced
+        self.program = _C._nki_build(encoded["kernel"], encoded["file"], encoded["tensors"],
+                                     encoded["instructions"], encoded["loop_nests"], encoded["arguments"])
+        violations = self.program.verify(version)
+        if violations:
+            _, line, message = violations[0]
+            more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+            raise NkiError(f"kernel '{encoded['kernel']}', {os.path.basename(encoded['file'])}:{line}: "
+                           f"{message}{more}")
+
+
+class Kernel:
+    def __init__(self, fn, platform_target: Optional[str] = None, grid: Tuple[int, ...] = ()):
+        self.fn, self.platform_target, self.grid = fn, platform_target, grid
+        self._compiled: Dict[tuple, _Compiled] = {} if not grid else None
+        self._lock = threading.Lock()
+        functools.update_wrapper(self, fn)
+        self.traces = 0        # traces this process made
+        self.disk_loads = 0    # programs found in the disk cache
+
+    def __getitem__(self, grid) -> "Kernel":
+        grid = tuple(int(g) for g in (grid if isinstance(grid, tuple) else (grid,)))
+        if any(g < 1 for g in grid):
+            raise NkiError(f"launch grid {list(grid)} must be positive")
+        launched = Kernel.__new__(Kernel)
+        launched.__dict__.update(self.__dict__)
+        launched.grid = grid
+        launched._parent = self
+        return launched
+
+    def _root(self) -> "Kernel":
+        return getattr(self, "_parent", self)
+
+    def __call__(self, *args, **kwargs):
+        root = self._root()
+        arrays, was_numpy, device = _tensor_arguments(args, kwargs)
+        version = target_version(self.platform_target)
+        key = (self.grid, version, _signature(args, kwargs))
+        with root._lock:
+            compiled = root._compiled.get(key)
+            if compiled is None:
+                compiled = root._compiled[key] = root._compile(key, args, kwargs, version)
+        return _run(compiled, arrays, was_numpy, device)
+
+    def _compile(self, key, args, kwargs, version) -> _Compiled:
+        disk = os.path.join(_cache_dir(), self._disk_key(key) + ".pkl")
+        try:
+            with open(disk, "rb") as f:
+                saved = pickle.load(f)
+            self.disk_loads += 1
+            return _Compiled(saved["encoded"], saved["outputs"], saved["returns"], version, traced=False)
+        except (OSError, pickle.PickleError, EOFError, KeyError):
+            pass
+        trace = self._trace(args, kwargs, key[0], version)
+        self.traces += 1
+        compiled = _Compiled(*trace, version=version, traced=True)
+        os.makedirs(os.path.dirname(disk), exist_ok=True)
+        temporary = f"{disk}.{os.getpid()}.tmp"
+        with open(temporary, "wb") as f:
+            pickle.dump({"encoded": compiled.encoded, "outputs": compiled.outputs, "returns": compiled.returns}, f)
+        os.replace(temporary, disk)
+        return compiled
+
+    def _disk_key(self, key) -> str:
+        try:
+            source = inspect.getsource(self.fn)
+        except (OSError, TypeError):
+            source = repr(self.fn.__code__.co_code)
+        text = "\n".join([_tracer_version(), self.fn.__module__, self.fn.__qualname__, source, repr(key)])
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+    def _trace(self, args, kwargs, grid, version):
+        fn = self.fn
+        trace = Trace(fn.__name__, inspect.getsourcefile(fn) or fn.__code__.co_filename, grid, version)
+        with trace:
+            names = list(inspect.signature(fn).parameters)
+            def as_view(value, name):
+                if _is_array(value):
+                    return View.whole(trace.argument_tensor(_dtype_of(value), tuple(value.shape), name))
+                return value
+            call_args = [as_view(a, names[i] if i < len(names) else f"arg{i}") for i, a in enumerate(args)]
+            call_kwargs = {k: as_view(v, k) for k, v in kwargs.items()}
+            result = None
+            for index, program_id in enumerate(itertools.product(*(range(g) for g in grid))):
+                trace.start_instance(index, program_id)
+                returned = fn(*call_args, **call_kwargs)
+                result = returned if index == 0 else result
+        outputs = [(d.argument, d.shape, d.dtype) for d in trace.shared]
+        return trace.encoded(), outputs, _returns(result, trace)
+
+
+def _returns(result, trace) -> Any:
+    """The returned outputs as their argument numbers (a structure of ints)."""
+    if result is None:
+        return None
+    if isinstance(result, View):
+        if result.decl not in trace.shared or not result.is_whole():
+            raise trace.error(f"a kernel returns tensors it allocated with buffer=nl.shared_hbm, not {result!r}")
+        return result.decl.argument
+    if isinstance(result, (tuple, list)):
+        return tuple(_returns(r, trace) for r in result)
+    raise NkiError(f"kernel '{trace.kernel}' returned {type(result).__name__}; it may return its output tensors")
+
+
+def _is_array(value) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    return type(value).__module__ == "numpy" and hasattr(value, "__array_interface__")
+
+
+def _dtype_of(value) -> str:
+    name = str(value.dtype).replace("torch.", "")
+    try:
+        return dtype_name({"float8_e4m3fn": "float8_e4m3"}.get(name, name))
+    except NkiError:
+        raise NkiError(f"a {name} tensor cannot go to a NeuronCore kernel: its dtypes are bf16, fp16, fp32, fp8 "
+                       "and 8/16/32-bit integers") from None
+
+
+def _signature(args, kwargs) -> tuple:
+    def one(value):
+        if _is_array(value):
+            return ("tensor", tuple(value.shape), _dtype_of(value))
+        try:
+            hash(value)
+            return ("value", value)
+        except TypeError:
+            return ("value", repr(value))
+    return tuple(one(a) for a in args) + tuple((k, one(v)) for k, v in sorted(kwargs.items()))
+
+
+def _tensor_arguments(args, kwargs):
+    arrays, was_numpy, devices = [], False, set()
+    for value in list(args) + list(kwargs.values()):
+        if not _is_array(value):
+            continue
+        if not isinstance(value, torch.Tensor):
+            was_numpy = True
+            value = torch.from_numpy(value)  # shares memory: a kernel that writes its input updates the array
+        if value.device.type not in ("cpu", "neuron"):
+            raise NkiError(f"NKI kernels take neuron or CPU tensors, not {value.device}")
+        devices.add(value.device)
+        arrays.append(value)
+    neuron = {d for d in devices if d.type == "neuron"}
+    if len(neuron) > 1 or (neuron and len(devices) > 1):
+        raise NkiError(f"a kernel's tensors must be on one device, got {sorted(map(str, devices))}")
+    return arrays, was_numpy, next(iter(devices)) if devices else torch.device("cpu")
+
+
+def _run(compiled: _Compiled, arrays: Sequence[torch.Tensor], was_numpy: bool, device: torch.device):
+    buffers, written_back = [], []
+    for a in arrays:
+        if a.is_contiguous():
+            buffers.append(a)
+        else:
+            dense = a.contiguous()
+            buffers.append(dense)
+            written_back.append((a, dense))
+    outputs = {}
+    for argument, shape, dtype in compiled.outputs:
+        outputs[argument] = torch.empty(shape, dtype=_TORCH_DTYPES[dtype], device=device)
+    ordered = buffers + [outputs[a] for a, _, _ in sorted(compiled.outputs)]
+    compiled.program.run(ordered)
+    for original, dense in written_back:
+        original.copy_(dense)
+
+    def build(structure):
+        if structure is None:
+            return None
+        if isinstance(structure, tuple):
+            return tuple(build(s) for s in structure)
+        out = outputs[structure]
+        return out.numpy() if was_numpy else out
+    return build(compiled.returns)
+
+
+def jit(fn=None, *, platform_target: Optional[str] = None, mode: Optional[str] = None, **_):
+    """@nki.jit, @nki.jit(), @nki.jit(platform_target="trn3"); `mode` (beta) is accepted and ignored:
+    a kernel runs wherever its tensors are."""
+    if fn is None:
+        return lambda f: Kernel(f, platform_target)
+    return fn if isinstance(fn, Kernel) else Kernel(fn, platform_target)
+
+
+def simulate_kernel(kernel, *args, **kwargs):
+    """Beta entry point: run a kernel (jit or not) on NumPy arrays."""
+    return jit(kernel)(*args, **kwargs) if not isinstance(kernel, Kernel) else kernel(*args, **kwargs)
+
+
+def baremetal(kernel=None, **_):
+    return jit(kernel) if kernel is not None else (lambda f: jit(f))
+
+
+def benchmark(kernel=None, warmup: int = 2, iters: int = 5, **_):
+    """Beta entry point: the kernel, with `benchmark_result` latencies measured here on each call."""
+    def wrap(fn):
+        compiled = jit(fn)
+
+        class Benchmarked:
+            def __getitem__(self, grid):
+                return _timed(compiled[grid])
+
+            def __call__(self, *args, **kwargs):
+                return _timed(compiled)(*args, **kwargs)
+        return Benchmarked()
+
+    def _timed(k):
+        import time
+
+        def call(*args, **kwargs):
+            result = None
+            for _ in range(warmup):
+                result = k(*args, **kwargs)
+            samples = []
+            for _ in range(iters):
+                start = time.perf_counter()
+                result = k(*args, **kwargs)
+                samples.append((time.perf_counter() - start) * 1e6)
+            call.benchmark_result = _BenchmarkResult(samples)
+            return result
+        return call
+    return wrap(kernel) if kernel is not None else wrap
+
+
+class _BenchmarkResult:
+    def __init__(self, samples_us):
+        self.nc_latency = self
+        self.samples = sorted(samples_us)
+
+    def get_latency_percentile(self, percentile: int) -> float:
+        index = min(len(self.samples) - 1, int(len(self.samples) * percentile / 100))
+        return self.samples[index]

@@ -1,0 +1,422 @@
+"""nki.language (`nl`): tensors, loops, data movement and the tile functions,
+for the current API (`import nki.language as nl`) and the beta one
+(`neuronxcc.nki.language`: nl.arange, nl.mgrid, nl.par_dim, mask=).
+
+Every function records instructions on the current trace (trace.py) and
+returns the tile they write; nothing computes until the program runs.
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Optional, Sequence
+
+from . import indexing
+from .indexing import DynSlice, IndexExpr, MGrid, apply_mask, check_bounds
+from .trace import BYTES, FLOATS, NkiError, View, current, dtype_name, promote
+
+# Dtypes, as the current API names them (strings); numpy and torch dtypes are accepted too.
+float32, bfloat16, float16, tfloat32 = "float32", "bfloat16", "float16", "tfloat32"
+float8_e4m3, float8_e4m3fn, float8_e5m2 = "float8_e4m3", "float8_e4m3", "float8_e5m2"
+int8, int16, int32, uint8, uint16, uint32, bool_ = "int8", "int16", "int32", "uint8", "uint16", "uint32", "bool"
+
+# Buffers.
+sbuf, psum, hbm, private_hbm, shared_hbm = "sbuf", "psum", "private_hbm", "private_hbm", "shared_hbm"
+
+
+class tile_size:  # noqa: N801 - the name kernels use
+    pmax = 128                  # partitions
+    psum_fmax = 512             # fp32 per partition in one PSUM bank
+    psum_bank_fmax = 512
+    gemm_stationary_fmax = 128  # stationary (left, transposed) free size of nc_matmul
+    gemm_moving_fmax = 512      # moving (right) free size
+    bn_stats_fmax = 512
+
+
+def par_dim(size: int) -> int:
+    """Beta API: marks the partition dimension, which is always the first here."""
+    return int(size)
+
+
+def ds(start: int, size: int) -> DynSlice:
+    return DynSlice(start, size)
+
+
+def arange(start: int, stop: Optional[int] = None) -> IndexExpr:
+    return IndexExpr.arange(start, stop)
+
+
+mgrid = MGrid()
+
+
+# ---- tensors -------------------------------------------------------------------------------------
+
+def ndarray(shape: Sequence[int], dtype, buffer=sbuf, name: str = "", **_) -> View:
+    trace = current()
+    memory = buffer if isinstance(buffer, str) else getattr(buffer, "name", "sbuf")
+    if memory not in ("sbuf", "psum", "private_hbm", "shared_hbm", "hbm"):
+        raise trace.error(f"unknown buffer {buffer!r} (nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm)")
+    shape = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    if memory in ("sbuf", "psum") and len(shape) == 1:
+        shape = shape + (1,)
+    return View.whole(trace.new_tensor(memory, dtype_name(dtype), shape, name))
+
+
+def full(shape, fill_value, dtype, buffer=sbuf, name: str = "", **_) -> View:
+    tile = ndarray(shape, dtype, buffer, name)
+    _fill(tile, fill_value)
+    return tile
+
+
+def zeros(shape, dtype, buffer=sbuf, name: str = "", **_) -> View:
+    return full(shape, 0.0, dtype, buffer, name)
+
+
+def ones(shape, dtype, buffer=sbuf, name: str = "", **_) -> View:
+    return full(shape, 1.0, dtype, buffer, name)
+
+
+def empty_like(x: View, dtype=None, buffer=None, name: str = "", **_) -> View:
+    return ndarray(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+
+
+def zeros_like(x: View, dtype=None, buffer=None, name: str = "", **_) -> View:
+    return zeros(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+
+
+def _fill(tile: View, value, mask=None) -> None:
+    if tile.buffer == "hbm":
+        staged = full(tile.shape, value, tile.dtype)
+        store(tile, staged, mask=mask)
+        return
+    _emit("memset", "vector", tile, (), mask, operand0=(-1, float(value)))
+
+
+# ---- SPMD and loops ------------------------------------------------------------------------------
+
+def program_id(axis: int = 0) -> int:
+    trace = current()
+    if not 0 <= axis < builtins.max(len(trace.grid), 1):
+        raise trace.error(f"program_id({axis}): the launch grid {list(trace.grid)} has no axis {axis}")
+    return trace.program_id[axis] if trace.grid else 0
+
+
+def num_programs(axes=None) -> int:
+    trace = current()
+    if axes is None:
+        count = 1
+        for g in trace.grid:
+            count *= g
+        return count
+    return trace.grid[axes] if trace.grid else 1
+
+
+def program_ndim() -> int:
+    return len(current().grid)
+
+
+def affine_range(*args):
+    """Iterations independent of each other (checked: no iteration may read or
+    overwrite what another wrote, except accumulations)."""
+    trace = current()
+    loop = trace.next_loop
+    trace.next_loop += 1
+    for iteration, value in enumerate(builtins.range(*args)):
+        trace.loop_stack.append((loop, iteration))
+        try:
+            yield value
+        finally:
+            trace.loop_stack.pop()
+
+
+def sequential_range(*args):
+    return builtins.range(*args)
+
+
+def static_range(*args):
+    return builtins.range(*args)
+
+
+# ---- data movement -------------------------------------------------------------------------------
+
+def load(src: View, dtype=None, mask=None, **_) -> View:
+    if src.ndim == 1:
+        src = View(src.decl, src.offset, (src.sizes[0], 1), (src.strides[0], 1), src.axis_vars + (None,),
+                   src.bounds)
+    tile = ndarray(src.shape, src.dtype)
+    _emit("dma_copy", "dma", tile, (src,), mask)
+    if dtype is not None and dtype_name(dtype) != src.dtype:
+        return copy(tile, dtype=dtype)
+    return tile
+
+
+def store(dst: View, value, mask=None, **_) -> None:
+    trace = current()
+    if not isinstance(value, View):
+        _fill(dst, value, mask)
+        return
+    if value.buffer == "psum" or value.dtype != dst.dtype:
+        value = copy(value, dtype=dst.dtype, mask=mask)  # DMA reads neither PSUM nor converts
+    dst_view, value_view = _same_shape(dst, value)
+    if dst_view is None:
+        raise trace.error(f"cannot store {value!r} into {dst!r}: shapes differ")
+    _emit("dma_copy", "dma", dst_view, (value_view,), mask)
+
+
+def _squeezed(view: View) -> View:
+    keep = [a for a in builtins.range(view.ndim)
+            if view.sizes[a] != 1 or (a == 0 and view.buffer != "hbm")]
+    keep = keep or [0]
+    return View(view.decl, view.offset, [view.sizes[a] for a in keep], [view.strides[a] for a in keep],
+                [view.axis_vars[a] for a in keep], view.bounds)
+
+
+def _same_shape(a: View, b: View):
+    if a.shape == b.shape:
+        return a, b
+    sa, sb = _squeezed(a), _squeezed(b)
+    if sa.shape == sb.shape:
+        return sa, sb
+    return None, None
+
+
+def copy(x: View, dtype=None, mask=None, buffer=sbuf, **_) -> View:
+    out = ndarray(x.shape, dtype or x.dtype, buffer)
+    _emit("tensor_copy", "vector", out, (x,), mask)
+    return out
+
+
+def assign(target: View, value) -> None:
+    """target[...] = value."""
+    trace = current()
+    if not isinstance(value, View):
+        _fill(target, value)
+        return
+    last = trace.instructions[-1] if trace.instructions else None
+    if (last is not None and last["dst"].decl is value.decl and value.is_whole() and value.decl.memory ==
+            target.decl.memory and value.shape == target.shape and value.decl.argument < 0
+            and all(v.decl is not value.decl for v in last["inputs"]) and not _used_before(value, last)):
+        last["dst"] = _masked_like(target, last["dst"])  # write the result where it belongs, no extra copy
+        return
+    if target.buffer == "hbm":
+        store(target, value)
+    elif value.buffer == "hbm":
+        t, v = _same_shape(target, value)
+        if t is None or value.dtype != target.dtype:
+            raise trace.error(f"cannot assign {value!r} to {target!r}")
+        _emit("dma_copy", "dma", t, (v,))
+    else:
+        t, v = _same_shape(target, value)
+        if t is None:
+            raise trace.error(f"cannot assign {value!r} to {target!r}: shapes differ")
+        _emit("tensor_copy", "vector", t, (v,))
+
+
+def _used_before(value: View, last: dict) -> bool:
+    trace = current()
+    for ins in trace.instructions[:-1]:
+        if ins["dst"].decl is value.decl or any(v.decl is value.decl for v in ins["inputs"]):
+            return True
+    return False
+
+
+def _masked_like(target: View, written: View) -> View:
+    """The target narrowed as the retargeted instruction's mask narrowed its own result."""
+    if written.sizes == target.sizes:
+        return target
+    offset = target.offset
+    start = written.offset
+    for a in builtins.range(written.ndim):
+        step = written.strides[a] or 1
+        index = (start // step) % (written.decl.shape[a] if a < len(written.decl.shape) else 1)
+        offset += index * target.strides[a]
+    return View(target.decl, offset, written.sizes, target.strides, target.axis_vars, target.bounds)
+
+
+def accumulate_into(target: View, value) -> None:
+    """target += value: a matmul accumulates in PSUM; anything else is an add the loops may share."""
+    trace = current()
+    last = trace.instructions[-1] if trace.instructions else None
+    if (isinstance(value, View) and last is not None and last["name"] == "nc_matmul" and
+            last["dst"].decl is value.decl and target.buffer == "psum" and value.shape == target.shape):
+        last["dst"] = target
+        last["accumulate"] = True
+        return
+    if isinstance(value, View):
+        _emit("tensor_tensor", "vector", target, (target, _broadcast(value, target)), None, op0="add",
+              accumulate=True)
+    else:
+        _emit("tensor_scalar", "vector", target, (target,), None, op0="add", operand0=(-1, float(value)),
+              accumulate=True)
+
+
+# ---- tile arithmetic -----------------------------------------------------------------------------
+
+def _emit(opcode: str, engine: str, dst: View, inputs, mask, **fields) -> dict:
+    trace = current()
+    if mask is not None and not isinstance(mask, indexing.Mask):
+        raise trace.error(f"mask must be a comparison of index expressions, not {type(mask).__name__}")
+    dst = apply_mask(dst, mask)
+    inputs = [apply_mask(v, mask) for v in inputs]
+    for view in [dst, *inputs]:
+        check_bounds(view)
+    if dst.buffer == "psum":
+        trace.psum_written.setdefault(dst.decl.id, []).append((dst.offset, dst.offset + dst.elements()))
+    return trace.emit(opcode, engine, dst, inputs, **fields)
+
+
+def _broadcast(value: View, like: View) -> View:
+    if value.shape == like.shape:
+        return value
+    if value.ndim != like.ndim or any(v != l and v != 1 for v, l in zip(value.shape, like.shape)):
+        raise current().error(f"{value!r} does not broadcast to {list(like.shape)}")
+    if value.shape[0] != like.shape[0]:
+        raise current().error(f"{value!r} would broadcast along the partition axis: only DMA can "
+                              "(load it with nl.load(...broadcast_to(...)))")
+    return value.broadcast_to(like.shape)
+
+
+def _result(shape, dtype, kwargs) -> View:
+    return ndarray(shape, kwargs.get("dtype") or dtype, kwargs.get("buffer") or sbuf)
+
+
+def _binary(alu: str):
+    def fn(x, y, dtype=None, mask=None, **kwargs):
+        kwargs["dtype"] = dtype
+        if isinstance(x, View) and isinstance(y, View):
+            shape = x.shape if x.elements() >= y.elements() else y.shape
+            out = _result(shape, promote(x.dtype, y.dtype), kwargs)
+            a, b = _broadcast(x, out), _broadcast(y, out)
+            if b.strides[1:] and all(s == 0 for s in b.strides[1:]) and b is not y:  # a per-partition operand
+                _emit("tensor_scalar", "vector", out, (a, b), mask, op0=alu, operand0=(1, 0.0))
+            elif a.strides[1:] and all(s == 0 for s in a.strides[1:]) and a is not x:
+                _emit("tensor_scalar", "vector", out, (b, a), mask, op0=alu, operand0=(1, 0.0), reverse0=True)
+            else:
+                _emit("tensor_tensor", "vector", out, (a, b), mask, op0=alu)
+            return out
+        if isinstance(x, View):
+            out = _result(x.shape, x.dtype if x.dtype in FLOATS or isinstance(y, int) else "float32", kwargs)
+            _emit("tensor_scalar", "vector", out, (x,), mask, op0=alu, operand0=(-1, float(y)))
+            return out
+        if isinstance(y, View):
+            out = _result(y.shape, y.dtype if y.dtype in FLOATS or isinstance(x, int) else "float32", kwargs)
+            _emit("tensor_scalar", "vector", out, (y,), mask, op0=alu, operand0=(-1, float(x)), reverse0=True)
+            return out
+        raise current().error(f"nl.{alu} needs a tile")
+    fn.__name__ = alu
+    fn.nki_alu = alu
+    return fn
+
+
+def _unary(function: str, name: Optional[str] = None):
+    def fn(x, dtype=None, mask=None, **kwargs):
+        if not isinstance(x, View):
+            raise current().error(f"nl.{name or function} needs a tile")
+        kwargs["dtype"] = dtype
+        out = _result(x.shape, x.dtype if x.dtype in FLOATS else "float32", kwargs)
+        _emit("activation", "scalar", out, (x,), mask, function=function, operand0=(-1, 1.0),
+              operand1=(-1, 0.0))
+        return out
+    fn.__name__ = name or function
+    fn.nki_function = function
+    return fn
+
+
+add, subtract, multiply, divide = _binary("add"), _binary("subtract"), _binary("multiply"), _binary("divide")
+maximum, minimum, power = _binary("maximum"), _binary("minimum"), _binary("power")
+equal, not_equal, greater, greater_equal = _binary("equal"), _binary("not_equal"), _binary("greater"), \
+    _binary("greater_equal")
+less, less_equal = _binary("less"), _binary("less_equal")
+logical_and, logical_or, logical_xor = _binary("logical_and"), _binary("logical_or"), _binary("logical_xor")
+abs_max = _binary("abs_max")
+
+exp, log, tanh, sigmoid, relu = _unary("exp"), _unary("log"), _unary("tanh"), _unary("sigmoid"), _unary("relu")
+gelu, gelu_apprx_tanh, silu = _unary("gelu"), _unary("gelu_apprx_tanh"), _unary("silu")
+sqrt, rsqrt, reciprocal = _unary("sqrt"), _unary("rsqrt"), _unary("reciprocal")
+abs, negative, square = _unary("abs"), _unary("negative"), _unary("square")  # noqa: A001 - nl's names
+sin, cos, erf, softplus, sign = _unary("sin"), _unary("cos"), _unary("erf"), _unary("softplus"), _unary("sign")
+floor, ceil, arctan, mish = _unary("floor"), _unary("ceil"), _unary("arctan"), _unary("mish")
+identity = _unary("copy", "identity")
+
+
+def _reduce_axes(x: View, axis) -> int:
+    axes = sorted({a % x.ndim for a in ((axis,) if isinstance(axis, int) else tuple(axis))})
+    if 0 in axes:
+        raise current().error("a reduction cannot include the partition axis 0 "
+                              "(use nisa.tensor_partition_reduce or a transpose)")
+    if axes != list(builtins.range(x.ndim - len(axes), x.ndim)):
+        raise current().error(f"reduction axes {axes} of {x!r} must be its trailing free axes")
+    return len(axes)
+
+
+def _reduction(alu: str, name: str):
+    def fn(x: View, axis, dtype=None, keepdims: bool = False, mask=None, negate: bool = False, **kwargs):
+        count = _reduce_axes(x, axis)
+        kept = x.shape[:x.ndim - count]
+        shape = kept + (1,) * count if keepdims or len(kept) < 2 else kept
+        out = ndarray(shape, dtype or (x.dtype if x.dtype in FLOATS else "int32"), kwargs.get("buffer") or sbuf)
+        dst = View(out.decl, 0, kept, out.strides[:len(kept)])
+        _emit("tensor_reduce", "vector", dst, (x,), mask, op0=alu, reduce_axes=count, negate=negate)
+        return out
+    fn.__name__ = name
+    fn.nki_alu = alu
+    return fn
+
+
+sum = _reduction("add", "sum")  # noqa: A001
+max = _reduction("maximum", "max")  # noqa: A001
+min = _reduction("minimum", "min")  # noqa: A001
+prod = _reduction("multiply", "prod")
+
+
+def mean(x: View, axis, dtype=None, keepdims: bool = False, mask=None, **kwargs) -> View:
+    out = sum(x, axis, dtype=dtype or "float32", keepdims=keepdims, mask=mask)
+    count = 1
+    for a in ((axis,) if isinstance(axis, int) else axis):
+        count *= x.shape[a]
+    _emit("tensor_scalar", "vector", out, (out,), None, op0="multiply", operand0=(-1, 1.0 / count))
+    return out
+
+
+def transpose(x: View, dtype=None, mask=None, **_) -> View:
+    if x.buffer != "sbuf":
+        x = copy(x)
+    out = ndarray((x.shape[1], x.shape[0]), dtype or x.dtype, psum)
+    _emit("nc_transpose", "tensor", out, (x,), mask)
+    return out
+
+
+def matmul(x: View, y: View, transpose_x: bool = False, mask=None, **_) -> View:
+    """x @ y on the Tensor engine into PSUM (fp32); x given as [K, M] with transpose_x=True."""
+    stationary = x if transpose_x else copy(transpose(x))
+    if y.buffer != "sbuf":
+        y = copy(y)
+    if stationary.buffer != "sbuf":
+        stationary = copy(stationary)
+    out = ndarray((stationary.shape[1], y.shape[1]), float32, psum)
+    _emit("nc_matmul", "tensor", out, (stationary, y), mask)
+    return out
+
+
+def where(condition: View, x, y, dtype=None, mask=None, **_) -> View:
+    def as_tile(v, like):
+        return v if isinstance(v, View) else full(like.shape, v, dtype or (x.dtype if isinstance(x, View)
+                                                                          else "float32"))
+    a, b = as_tile(x, condition), as_tile(y, condition)
+    out = ndarray(condition.shape, dtype or promote(a.dtype, b.dtype))
+    _emit("select", "vector", out, (condition, _broadcast(a, out), _broadcast(b, out)), mask)
+    return out
+
+
+def broadcast_to(x: View, shape) -> View:
+    return x.broadcast_to(shape)
+
+
+def static_cast(x, dtype):
+    """Beta helper: numpy arrays cast to a dtype (outside kernels)."""
+    import numpy as np
+    from . import kernel
+    return np.asarray(x).astype(kernel.numpy_dtype(dtype_name(dtype)))
+
+
+__all__ = [name for name in dir() if not name.startswith("_")]
+_ = BYTES, NkiError
