@@ -1,0 +1,73 @@
+"""Kernels that break one rule of the NeuronCore each (tests/test_nki.py checks the error)."""
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def too_many_partitions(x):
+    return nl.load(x)  # x has 256 rows: a 256-partition tile
+
+
+@nki.jit
+def psum_too_wide():
+    nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.psum)
+
+
+@nki.jit
+def moving_too_wide(a, b):
+    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((128, 1024), dtype=nl.bfloat16, buffer=nl.psum)
+    nisa.nc_matmul(acc, nl.load(a), nl.load(b))
+    return out
+
+
+@nki.jit
+def engine_reads_hbm(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=tile, src=x)
+    nl.store(out, value=tile)
+    return out
+
+
+@nki.jit
+def carried_dependency(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    acc = nl.load(x)
+    for _ in nl.affine_range(3):
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=acc, op=nl.multiply)  # each iteration reads the last
+    nl.store(out, value=acc)
+    return out
+
+
+@nki.jit
+def slice_out_of_bounds(x):
+    return nl.load(x[0:128, 64:192])  # x has 128 columns
+
+
+@nki.jit
+def sbuf_overflow(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tiles = [nl.zeros((128, 4096), dtype=nl.float32) for _ in range(15)]  # 15 x 16 KiB live per partition
+    total = tiles[0]
+    for t in tiles[1:]:
+        nisa.tensor_tensor(dst=total, data1=total, data2=t, op=nl.add)
+    nl.store(out, value=total[:, 0:x.shape[1]])
+    return out
+
+
+@nki.jit
+def integer_matmul(a, b):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(acc, nl.load(a), nl.load(b))
+    return out
+
+
+@nki.jit
+def read_before_write(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    never_written = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nl.store(out, value=nl.add(nl.load(x), never_written))
+    return out

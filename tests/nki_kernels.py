@@ -1,0 +1,126 @@
+"""NKI kernels of the kinds AWS's tutorials teach, written for these tests:
+tiled addition over an SPMD grid, a transpose, matmuls from one tile to
+fully tiled (current API and beta), a ragged masked kernel, RMSNorm and a
+scan. Imported through the names Trainium code uses (`nki`, `neuronxcc.nki`)."""
+import nki
+import nki.isa as nisa
+import nki.language as nl
+import neuronxcc.nki as beta
+import neuronxcc.nki.isa as bisa
+import neuronxcc.nki.language as bnl
+
+P = 128
+
+
+@nki.jit
+def add_grid(a, b):
+    """Each program instance adds one 128-row block (launched as add_grid[rows // 128])."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i = nl.program_id(0)
+    x = nl.load(a[i * P:(i + 1) * P, :])
+    y = nl.load(b[i * P:(i + 1) * P, :])
+    nl.store(out[i * P:(i + 1) * P, :], value=nl.add(x, y))
+    return out
+
+
+@nki.jit
+def transpose_tile(x):
+    out = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x)
+    flipped = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.psum)
+    nisa.nc_transpose(flipped, tile)
+    result = nl.ndarray(flipped.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=result, src=flipped)
+    nisa.dma_copy(dst=out, src=result)
+    return out
+
+
+@nki.jit
+def matmul_tiled(lhsT, rhs):
+    """out[M, N] = lhsT.T @ rhs, K accumulated in PSUM (nc_matmul's accumulate=None)."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    for m in nl.affine_range(M // P):
+        for n in nl.affine_range(N // 512):
+            acc = nl.ndarray((P, 512), dtype=nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // P):
+                a = nl.ndarray((P, P), dtype=lhsT.dtype, buffer=nl.sbuf)
+                b = nl.ndarray((P, 512), dtype=rhs.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=a, src=lhsT[k * P:(k + 1) * P, m * P:(m + 1) * P])
+                nisa.dma_copy(dst=b, src=rhs[k * P:(k + 1) * P, n * 512:(n + 1) * 512])
+                nisa.nc_matmul(acc, a, b)
+            res = nl.ndarray((P, 512), dtype=out.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=res, src=acc)
+            nisa.dma_copy(dst=out[m * P:(m + 1) * P, n * 512:(n + 1) * 512], src=res)
+    return out
+
+
+@beta.jit
+def matmul_beta(lhsT, rhs):
+    """The beta API: values returned by instructions, `psum += nc_matmul(...)`, nl.matmul."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = bnl.ndarray((M, N), dtype=lhsT.dtype, buffer=bnl.shared_hbm)
+    for m in bnl.affine_range(M // P):
+        for n in bnl.affine_range(N // 512):
+            res = bnl.zeros((P, 512), bnl.float32, buffer=bnl.psum)
+            for k in bnl.affine_range(K // P):
+                a = bnl.load(lhsT[k * P:(k + 1) * P, m * P:(m + 1) * P])
+                b = bnl.load(rhs[k * P:(k + 1) * P, n * 512:(n + 1) * 512])
+                if k % 2 == 0:
+                    res += bisa.nc_matmul(a, b)
+                else:
+                    res += bnl.matmul(a, b, transpose_x=True)
+            bnl.store(out[m * P:(m + 1) * P, n * 512:(n + 1) * 512], value=bnl.copy(res, dtype=out.dtype))
+    return out
+
+
+@beta.jit
+def exp_ragged(x):
+    """Rows in 128-row tiles, the last one cut by a mask (the row count need not divide by 128)."""
+    out = bnl.ndarray(x.shape, dtype=x.dtype, buffer=bnl.shared_hbm)
+    rows, cols = x.shape
+    i_p = bnl.arange(P)[:, None]
+    i_f = bnl.arange(cols)[None, :]
+    for t in bnl.affine_range((rows + P - 1) // P):
+        tile = bnl.load(x[t * P + i_p, i_f], mask=(t * P + i_p < rows))
+        bnl.store(out[t * P + i_p, i_f], value=bnl.exp(tile), mask=(t * P + i_p < rows))
+    return out
+
+
+@nki.jit
+def rmsnorm(x, weight, eps=1e-6):
+    """x [rows, hidden] * rsqrt(mean(x^2) + eps) * weight, 128 rows at a time."""
+    rows, hidden = x.shape
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    w = nl.load(weight.reshape((1, hidden)).broadcast_to((P, hidden)))
+    for t in nl.affine_range(rows // P):
+        tile = nl.load(x[t * P:(t + 1) * P, :])
+        squares = nl.multiply(tile, tile, dtype=nl.float32)
+        mean = nl.mean(squares, axis=1, keepdims=True)
+        scale = nl.rsqrt(nl.add(mean, eps))
+        normed = nl.ndarray((P, hidden), dtype=nl.float32)
+        nisa.tensor_scalar(normed, tile, op0=nl.multiply, operand0=scale)
+        nl.store(out[t * P:(t + 1) * P, :], value=nl.multiply(normed, w, dtype=x.dtype))
+    return out
+
+
+@nki.jit
+def decay_scan(decay, inputs):
+    """h[t] = decay[t] * h[t-1] + inputs[t] along the free axis, h[-1] = 0."""
+    out = nl.ndarray(decay.shape, dtype=decay.dtype, buffer=nl.shared_hbm)
+    d = nl.load(decay)
+    u = nl.load(inputs)
+    h = nl.ndarray(decay.shape, dtype=nl.float32)
+    nisa.tensor_tensor_scan(h, d, u, initial=0.0, op0=nl.multiply, op1=nl.add)
+    nl.store(out, value=nl.copy(h, dtype=decay.dtype))
+    return out
+
+
+@nki.jit
+def add_in_place(a, b):
+    """Writes a + b into a (HBM inputs are writable, as on the device)."""
+    x = nl.load(a)
+    nl.store(a, value=nl.add(x, nl.load(b)))

@@ -1,0 +1,167 @@
+"""NKI kernels on neuron: both API generations run unchanged, results against
+torch on the CPU device, every hardware check firing on a kernel that breaks
+it, sentinels, the trace cache in memory and on disk, and the import names."""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import check_ok, run_python
+
+import nki_bad_kernels as bad  # noqa: E402
+import nki_kernels as k  # noqa: E402
+from torch_neuronx.nki import NkiError
+
+
+def neuron(t: torch.Tensor) -> torch.Tensor:
+    return t.to("neuron")
+
+
+def test_spmd_grid_addition_on_neuron():
+    torch.manual_seed(0)
+    a, b = torch.randn(512, 256), torch.randn(512, 256)
+    out = k.add_grid[4](neuron(a), neuron(b))
+    assert out.device.type == "neuron" and out.shape == (512, 256)
+    torch.testing.assert_close(out.cpu(), a + b, rtol=0, atol=0)
+
+
+def test_transpose_through_psum():
+    x = torch.arange(64 * 96, dtype=torch.float32).reshape(64, 96)
+    out = k.transpose_tile(neuron(x))
+    torch.testing.assert_close(out.cpu(), x.T.contiguous(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_tiled_matmul_current_api(dtype):
+    torch.manual_seed(1)
+    lhsT, rhs = torch.randn(256, 256).to(dtype), torch.randn(256, 1024).to(dtype)
+    out = k.matmul_tiled(neuron(lhsT), neuron(rhs))
+    # The Tensor engine multiplies the stored values exactly and accumulates in fp32.
+    reference = (lhsT.float().T @ rhs.float()).to(dtype)
+    torch.testing.assert_close(out.cpu(), reference, rtol=1e-5 if dtype == torch.float32 else 1e-2, atol=1e-3)
+
+
+def test_tiled_matmul_beta_api():
+    torch.manual_seed(2)
+    lhsT, rhs = torch.randn(512, 128), torch.randn(512, 512)
+    out = k.matmul_beta(neuron(lhsT), neuron(rhs))
+    torch.testing.assert_close(out.cpu(), lhsT.T @ rhs, rtol=1e-4, atol=1e-4)
+
+
+def test_masked_ragged_tiles_with_numpy_arrays():
+    x = np.random.default_rng(3).standard_normal((250, 64)).astype(np.float32)
+    out = k.exp_ragged(x)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_allclose(out, np.exp(x), rtol=1e-6)
+
+
+def test_rmsnorm_matches_transformers_formula():
+    torch.manual_seed(4)
+    x, weight = torch.randn(256, 512), torch.randn(512)
+    out = k.rmsnorm(neuron(x), neuron(weight))
+    reference = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight
+    torch.testing.assert_close(out.cpu(), reference, rtol=1e-5, atol=1e-5)
+
+
+def test_scan_along_the_free_axis():
+    torch.manual_seed(5)
+    decay, inputs = torch.rand(128, 64), torch.randn(128, 64)
+    out = k.decay_scan(neuron(decay), neuron(inputs))
+    h, expected = torch.zeros(128), []
+    for t in range(64):
+        h = decay[:, t] * h + inputs[:, t]
+        expected.append(h)
+    torch.testing.assert_close(out.cpu(), torch.stack(expected, 1), rtol=1e-5, atol=1e-5)
+
+
+def test_kernel_writes_its_input_in_place():
+    a, b = np.ones((128, 8), np.float32), np.full((128, 8), 2.0, np.float32)
+    assert k.add_in_place(a, b) is None
+    np.testing.assert_array_equal(a, 3.0)
+    t = neuron(torch.ones(128, 8))
+    k.add_in_place(t, neuron(torch.ones(128, 8)))
+    assert torch.equal(t.cpu(), torch.full((128, 8), 2.0))
+
+
+@pytest.mark.parametrize("kernel, args, message", [
+    (bad.too_many_partitions, [(256, 4)], "256 partitions"),
+    (bad.psum_too_wide, [], "at most one 2 KiB bank"),
+    (bad.moving_too_wide, [(128, 128), (128, 1024)], "moving free size 1024 exceeds 512"),
+    (bad.engine_reads_hbm, [(128, 4)], "Vector engine cannot read HBM"),
+    (bad.carried_dependency, [(128, 4)], "loop-carried dependency"),
+    (bad.slice_out_of_bounds, [(128, 128)], "outside"),
+    (bad.sbuf_overflow, [(128, 4)], "live SBUF tensors need"),
+])
+def test_each_hardware_check_names_kernel_line_and_limit(kernel, args, message):
+    tensors = [neuron(torch.zeros(shape)) for shape in args]
+    with pytest.raises(NkiError) as error:
+        kernel(*tensors)
+    text = str(error.value)
+    assert message in text and f"kernel '{kernel.__name__}'" in text and "nki_bad_kernels.py:" in text, text
+
+
+def test_matmul_dtype_rule():
+    with pytest.raises(NkiError, match="floating-point tiles, not int8"):
+        bad.integer_matmul(neuron(torch.zeros(128, 128, dtype=torch.int8)),
+                           neuron(torch.zeros(128, 128, dtype=torch.int8)))
+
+
+def test_sbuf_capacity_depends_on_the_generation():
+    # 240 KiB live per partition: over a NeuronCore-v3's 224 KiB, within a v4's 256 KiB.
+    x = neuron(torch.zeros(128, 4))
+    trn3 = type(bad.sbuf_overflow)(bad.sbuf_overflow.fn, platform_target="trn3")
+    assert torch.equal(trn3(x).cpu(), torch.zeros(128, 4))
+
+
+def test_fresh_tiles_hold_nan():
+    out = bad.read_before_write(neuron(torch.ones(128, 4)))
+    assert torch.isnan(out.cpu()).all()
+
+
+def test_float64_is_refused():
+    with pytest.raises(NkiError, match="float64"):
+        k.add_grid[1](torch.zeros(128, 4, dtype=torch.float64), torch.zeros(128, 4, dtype=torch.float64))
+
+
+def test_traced_once_per_signature():
+    kernel = type(k.transpose_tile)(k.transpose_tile.fn)
+    for _ in range(3):
+        kernel(neuron(torch.zeros(32, 16)))
+    kernel(neuron(torch.zeros(16, 32)))
+    assert kernel.traces + kernel.disk_loads == 2
+
+
+def test_second_process_loads_the_program_from_disk(tmp_path):
+    code = f"""
+        import sys, torch
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        import nki_kernels as k
+        x = torch.arange(64 * 8, dtype=torch.float32).reshape(64, 8).to("neuron")
+        assert torch.equal(k.transpose_tile(x).cpu(), x.cpu().T)
+        print(k.transpose_tile.traces, k.transpose_tile.disk_loads)
+    """
+    env = {"TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path)}
+    assert check_ok(run_python(code, env)).split() == ["1", "0"]
+    assert check_ok(run_python(code, env)).split() == ["0", "1"]
+
+
+def test_a_real_nki_installation_wins(tmp_path):
+    (tmp_path / "nki").mkdir()
+    (tmp_path / "nki" / "__init__.py").write_text("REAL = True\n")
+    code = """
+        import torch, nki, neuronxcc.nki.language as nl
+        print(getattr(nki, "REAL", False), nl.tile_size.pmax)
+    """
+    env = {"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    assert check_ok(run_python(code, env)).split() == ["True", "128"]
+
+
+def test_nki_outside_a_kernel_is_an_error():
+    import nki.language as nl
+    with pytest.raises(NkiError, match="only inside a kernel"):
+        nl.ndarray((128, 4), nl.float32)
+    assert math.isclose(nl.tile_size.gemm_moving_fmax, 512)
