@@ -16,7 +16,7 @@ sys.path.insert(0, HERE)
 import common  # noqa: E402
 
 MODULES = ["bench_eager_overhead", "bench_elementwise_large", "bench_matmul", "bench_copy", "bench_hf_llama",
-           "bench_hf_gpt2", "bench_compile", "bench_distributed", "bench_loaded", "bench_simd_levels"]
+           "bench_hf_gpt2", "bench_compile", "bench_distributed", "bench_loaded", "bench_simd_levels", "bench_nki"]
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,113 @@
+"""NKI kernels on neuron against torch on neuron, in one run:
+
+- the tutorial-style tiled bf16 matmul, (1024x1024)^T by 1024x2048, against
+  torch.matmul of the same tensors on neuron (target <= 2x its time);
+- an RMSNorm written in NKI at [4096, 4096] fp32 against transformers'
+  LlamaRMSNorm on neuron (target >= 1.3x its speed, i.e. <= 0.77x its time);
+- replay overhead: a kernel of 4,000 one-element instructions, time per
+  instruction (target <= 2 us).
+The "cpu" column holds the torch reference on neuron.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch  # noqa: E402
+
+import common  # noqa: E402
+from common import NEURON, Row, fmt_time  # noqa: E402
+
+import nki  # noqa: E402  (resolves to torch_neuronx.nki without AWS's package)
+import nki.isa as nisa  # noqa: E402
+import nki.language as nl  # noqa: E402
+
+P = 128
+
+
+@nki.jit
+def matmul_bf16(lhsT, rhs):
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    for m in nl.affine_range(M // P):
+        for n in nl.affine_range(N // 512):
+            acc = nl.ndarray((P, 512), dtype=nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // P):
+                a = nl.ndarray((P, P), dtype=lhsT.dtype, buffer=nl.sbuf)
+                b = nl.ndarray((P, 512), dtype=rhs.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=a, src=lhsT[k * P:(k + 1) * P, m * P:(m + 1) * P])
+                nisa.dma_copy(dst=b, src=rhs[k * P:(k + 1) * P, n * 512:(n + 1) * 512])
+                nisa.nc_matmul(acc, a, b)
+            res = nl.ndarray((P, 512), dtype=out.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=res, src=acc)
+            nisa.dma_copy(dst=out[m * P:(m + 1) * P, n * 512:(n + 1) * 512], src=res)
+    return out
+
+
+@nki.jit
+def rmsnorm(x, weight):
+    rows, hidden = x.shape
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    w = nl.load(weight.reshape((1, hidden)).broadcast_to((P, hidden)))
+    for t in nl.affine_range(rows // P):
+        tile = nl.load(x[t * P:(t + 1) * P, :])
+        mean = nl.mean(nl.multiply(tile, tile), axis=1, keepdims=True)
+        scale = nl.rsqrt(nl.add(mean, 1e-6))
+        normed = nl.ndarray((P, hidden), dtype=nl.float32)
+        nisa.tensor_scalar(normed, tile, op0=nl.multiply, operand0=scale)
+        nl.store(out[t * P:(t + 1) * P, :], value=nl.multiply(normed, w))
+    return out
+
+
+@nki.jit
+def many_instructions(x, count):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    for _ in range(count):
+        nisa.tensor_scalar(tile, tile, op0=nl.add, operand0=1.0)
+    nl.store(out, value=tile)
+    return out
+
+
+def run() -> list[Row]:
+    rows = []
+    torch.manual_seed(0)
+    lhsT = torch.randn(1024, 1024, dtype=torch.bfloat16, device=NEURON)
+    rhs = torch.randn(1024, 2048, dtype=torch.bfloat16, device=NEURON)
+    lhs = lhsT.T.contiguous()
+    got, want = matmul_bf16(lhsT, rhs), torch.matmul(lhs, rhs)
+    torch.testing.assert_close(got.float().cpu(), want.float().cpu(), rtol=2e-2, atol=2e-1)
+    t = common.time_interleaved({"torch": lambda: torch.matmul(lhs, rhs), "nki": lambda: matmul_bf16(lhsT, rhs)},
+                                devices={"torch": NEURON, "nki": NEURON}, reps=common.repeats(3))
+    rows.append(Row("NKI tiled matmul bf16 1024x1024 @ 1024x2048 (torch.matmul on neuron as reference)",
+                    fmt_time(t["torch"]), fmt_time(t["nki"]), t["nki"] / t["torch"], "time", 2.0,
+                    noise=common.ratio_noise(t["torch"], t["nki"]), contention=common.others_share(t["nki"])))
+
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+    x = torch.randn(4096, 4096, device=NEURON)
+    norm = LlamaRMSNorm(4096, eps=1e-6).to(NEURON)
+    with torch.no_grad():
+        norm.weight.copy_(torch.randn(4096))
+        torch.testing.assert_close(rmsnorm(x, norm.weight).cpu(), norm(x).cpu(), rtol=1e-4, atol=1e-4)
+        t = common.time_interleaved({"hf": lambda: norm(x), "nki": lambda: rmsnorm(x, norm.weight)},
+                                    devices={"hf": NEURON, "nki": NEURON}, reps=common.repeats(3))
+    rows.append(Row("NKI RMSNorm [4096, 4096] fp32 (transformers' LlamaRMSNorm on neuron as reference)",
+                    fmt_time(t["hf"]), fmt_time(t["nki"]), t["nki"] / t["hf"], "time", 1 / 1.3,
+                    noise=common.ratio_noise(t["hf"], t["nki"]), contention=common.others_share(t["nki"])))
+
+    small = torch.zeros(1, 1, device=NEURON)
+    count = 4000
+    assert many_instructions(small, count).item() == count
+    t = common.time_interleaved({"one": lambda: many_instructions(small, 1),
+                                 "many": lambda: many_instructions(small, count)},
+                                devices={"one": NEURON, "many": NEURON}, reps=common.repeats(5))
+    per = (t["many"] - t["one"]) / (count - 1)
+    rows.append(Row("NKI replay overhead per one-element instruction (4,000 of them)", "-", fmt_time(per),
+                    per / 2e-6, "time", 1.0, note="ratio = time per instruction / the 2 us target"))
+    return rows
+
+
+if __name__ == "__main__":
+    common.main(run)
