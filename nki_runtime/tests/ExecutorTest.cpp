@@ -139,3 +139,28 @@ TEST(Executor, ScanAndIota) {
   EXPECT_EQ(o, (std::vector<float>{11, 12, 13, 14, 11, 12, 13, 14}));
   EXPECT_EQ(ix, (std::vector<float>{5, 7, 9, 11, 105, 107, 109, 111}));
 }
+
+TEST(Executor, MatmulBlocksAndEdgesAgreeWithADirectSum) {
+  // M = 7 and N = 70: one block of 4 rows by 64 columns, and edges on both sides.
+  const int K = 5, M = 7, N = 70;
+  ProgramBuilder b;
+  const int s = b.argument({K, M}), m = b.argument({K, N}), out = b.argument({M, N});
+  const int ts = b.tile(Memory::kSbuf, {K, M}), tm = b.tile(Memory::kSbuf, {K, N});
+  const int acc = b.tile(Memory::kPsum, {M, N}), res = b.tile(Memory::kSbuf, {M, N});
+  b.copy(whole(ts, {K, M}), whole(s, {K, M}));
+  b.copy(whole(tm, {K, N}), whole(m, {K, N}));
+  b.emit(Opcode::kMatmul, Engine::kTensor, whole(acc, {M, N}), {whole(ts, {K, M}), whole(tm, {K, N})});
+  b.emit(Opcode::kTensorCopy, Engine::kVector, whole(res, {M, N}), {whole(acc, {M, N})});
+  b.copy(whole(out, {M, N}), whole(res, {M, N}));
+  std::vector<float> sv(K * M), mv(K * N), ov(M * N);
+  for (int i = 0; i < K * M; ++i) sv[i] = static_cast<float>((i * 7) % 11) - 5.f;
+  for (int i = 0; i < K * N; ++i) mv[i] = static_cast<float>((i * 5) % 13) - 6.f;
+  Executor(b.program()).run({sv.data(), mv.data(), ov.data()});
+  for (int i = 0; i < M; ++i) {
+    for (int j = 0; j < N; ++j) {
+      float expected = 0;
+      for (int k = 0; k < K; ++k) expected += sv[k * M + i] * mv[k * N + j];
+      ASSERT_EQ(ov[i * N + j], expected) << i << "," << j;
+    }
+  }
+}
