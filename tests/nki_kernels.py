@@ -124,3 +124,13 @@ def add_in_place(a, b):
     """Writes a + b into a (HBM inputs are writable, as on the device)."""
     x = nl.load(a)
     nl.store(a, value=nl.add(x, nl.load(b)))
+
+
+@nki.jit
+def multiply(a, b):
+    """a * b element-wise, rows in 128-partition tiles."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for t in nl.affine_range(a.shape[0] // P):
+        rows = slice(t * P, (t + 1) * P)
+        nl.store(out[rows, :], value=nl.multiply(nl.load(a[rows, :]), nl.load(b[rows, :])))
+    return out

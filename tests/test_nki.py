@@ -165,3 +165,81 @@ def test_nki_outside_a_kernel_is_an_error():
     with pytest.raises(NkiError, match="only inside a kernel"):
         nl.ndarray((128, 4), nl.float32)
     assert math.isclose(nl.tile_size.gemm_moving_fmax, 512)
+
+
+# ---- NKI kernels as torch operators -------------------------------------------------------------
+
+from torch_neuronx import nki_op  # noqa: E402
+
+
+@nki_op("nki_tests::rmsnorm")
+def rmsnorm_op(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return k.rmsnorm(x, weight)
+
+
+@nki_op("nki_tests::multiply")
+def multiply_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return k.multiply(a, b)
+
+
+def _multiply_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _multiply_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    return multiply_op(grad.contiguous(), b), multiply_op(grad.contiguous(), a)  # both by NKI kernels
+
+
+multiply_op.register_autograd(_multiply_backward, setup_context=_multiply_setup)
+
+
+def _rmsnorm_reference(x, weight):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight
+
+
+def test_nki_op_is_a_torch_operator_with_a_derived_fake():
+    torch.manual_seed(6)
+    x, w = torch.randn(256, 512), torch.randn(512)
+    out = torch.ops.nki_tests.rmsnorm(neuron(x), neuron(w))
+    torch.testing.assert_close(out.cpu(), _rmsnorm_reference(x, w), rtol=1e-5, atol=1e-5)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        fake = torch.ops.nki_tests.rmsnorm(torch.empty(384, 512, device="neuron"), torch.empty(512, device="neuron"))
+    assert fake.shape == (384, 512) and fake.device.type == "neuron"
+
+
+@pytest.mark.parametrize("backend", ["inductor", "neuron"])
+def test_nki_op_is_one_node_under_torch_compile(backend):
+    torch.manual_seed(7)
+    x, w = neuron(torch.randn(256, 512)), neuron(torch.randn(512))
+
+    def block(x, w):
+        return torch.relu(torch.ops.nki_tests.rmsnorm(x, w)) + 1.0
+
+    explained = torch._dynamo.explain(block)(x, w)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0
+    torch._dynamo.reset()
+    compiled = torch.compile(block, backend=backend, fullgraph=True)
+    torch.testing.assert_close(compiled(x, w).cpu(), block(x, w).cpu(), rtol=1e-6, atol=1e-6)
+
+
+def test_training_through_an_nki_op_matches_torch_autograd():
+    torch.manual_seed(8)
+    x, target = torch.randn(128, 64), torch.randn(128, 64)
+    start = torch.randn(128, 64)
+    w_nki = neuron(start.clone()).requires_grad_()
+    w_ref = start.clone().requires_grad_()
+    opt_nki, opt_ref = torch.optim.SGD([w_nki], lr=0.05), torch.optim.SGD([w_ref], lr=0.05)
+    for _ in range(3):
+        loss_nki = (torch.ops.nki_tests.multiply(neuron(x), w_nki) - neuron(target)).pow(2).mean()
+        loss_ref = (x * w_ref - target).pow(2).mean()
+        opt_nki.zero_grad()
+        opt_ref.zero_grad()
+        loss_nki.backward()
+        loss_ref.backward()
+        torch.testing.assert_close(w_nki.grad.cpu(), w_ref.grad, rtol=1e-5, atol=1e-7)
+        torch.testing.assert_close(loss_nki.cpu(), loss_ref.detach(), rtol=1e-5, atol=1e-7)
+        opt_nki.step()
+        opt_ref.step()
+    assert loss_nki.item() < (start * x - target).pow(2).mean().item()

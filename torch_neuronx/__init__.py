@@ -21,7 +21,7 @@ from .reports import fallback_report, kernels_run, reset_fallback_report  # noqa
 from .compile import NeuronCompileError, compile_records, compile_report, reset_compile_report  # noqa: E402
 
 __all__ = ["NeuronCompileError", "compile_records", "compile_report", "fallback_report", "kernels_run",
-           "reset_compile_report", "reset_fallback_report", "topology"]
+           "reset_compile_report", "reset_fallback_report", "topology", "nki_op"]
 __version__ = "0.1.0"
 
 _registered = False
@@ -50,6 +50,13 @@ def _register() -> None:
 def _autoload() -> None:
     """Entry point of the `torch.backends` group, called at the end of `import torch`."""
     _register()
+
+
+def nki_op(name: str, **kwargs):
+    """An NKI kernel's typed wrapper as a torch custom op (torch_neuronx/nki/op.py)."""
+    from .nki.op import nki_op as make
+
+    return make(name, **kwargs)
 
 
 def topology() -> dict:

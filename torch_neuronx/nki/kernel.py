@@ -107,6 +107,10 @@ class Kernel:
             compiled = root._compiled.get(key)
             if compiled is None:
                 compiled = root._compiled[key] = root._compile(key, args, kwargs, version)
+        if any(_is_symbolic(a) for a in arrays):
+            # Tracing under torch.compile or a fake/meta tensor: outputs of the right shapes, nothing runs.
+            return _build_returns(compiled, {a: torch.empty(shape, dtype=_TORCH_DTYPES[dtype], device=device)
+                                             for a, shape, dtype in compiled.outputs}, False)
         return _run(compiled, arrays, was_numpy, device)
 
     def _compile(self, key, args, kwargs, version) -> _Compiled:
@@ -204,7 +208,7 @@ def _tensor_arguments(args, kwargs):
         if not isinstance(value, torch.Tensor):
             was_numpy = True
             value = torch.from_numpy(value)  # shares memory: a kernel that writes its input updates the array
-        if value.device.type not in ("cpu", "neuron"):
+        if value.device.type not in ("cpu", "neuron", "meta"):
             raise NkiError(f"NKI kernels take neuron or CPU tensors, not {value.device}")
         devices.add(value.device)
         arrays.append(value)
@@ -212,6 +216,22 @@ def _tensor_arguments(args, kwargs):
     if len(neuron) > 1 or (neuron and len(devices) > 1):
         raise NkiError(f"a kernel's tensors must be on one device, got {sorted(map(str, devices))}")
     return arrays, was_numpy, next(iter(devices)) if devices else torch.device("cpu")
+
+
+def _is_symbolic(tensor: torch.Tensor) -> bool:
+    from torch._subclasses.fake_tensor import is_fake
+    return tensor.device.type == "meta" or is_fake(tensor)
+
+
+def _build_returns(compiled: _Compiled, outputs: dict, was_numpy: bool):
+    def build(structure):
+        if structure is None:
+            return None
+        if isinstance(structure, tuple):
+            return tuple(build(s) for s in structure)
+        out = outputs[structure]
+        return out.numpy() if was_numpy else out
+    return build(compiled.returns)
 
 
 def _run(compiled: _Compiled, arrays: Sequence[torch.Tensor], was_numpy: bool, device: torch.device):
@@ -230,15 +250,7 @@ def _run(compiled: _Compiled, arrays: Sequence[torch.Tensor], was_numpy: bool, d
     compiled.program.run(ordered)
     for original, dense in written_back:
         original.copy_(dense)
-
-    def build(structure):
-        if structure is None:
-            return None
-        if isinstance(structure, tuple):
-            return tuple(build(s) for s in structure)
-        out = outputs[structure]
-        return out.numpy() if was_numpy else out
-    return build(compiled.returns)
+    return _build_returns(compiled, outputs, was_numpy)
 
 
 def jit(fn=None, *, platform_target: Optional[str] = None, mode: Optional[str] = None, **_):
