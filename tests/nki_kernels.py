@@ -134,3 +134,24 @@ def multiply(a, b):
         rows = slice(t * P, (t + 1) * P)
         nl.store(out[rows, :], value=nl.multiply(nl.load(a[rows, :]), nl.load(b[rows, :])))
     return out
+
+
+@nki.jit
+def repeated_matmul(stationary, moving, repeats):
+    """One pair of tiles, multiplied `repeats` times into one PSUM tile: bound by the Tensor engine."""
+    out = nl.ndarray((stationary.shape[1], moving.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    s, m = nl.load(stationary), nl.load(moving)
+    acc = nl.ndarray(out.shape, dtype=nl.float32, buffer=nl.psum)
+    for _ in range(repeats):
+        nisa.nc_matmul(acc, s, m)
+    nl.store(out, value=nl.copy(acc))
+    return out
+
+
+@nki.jit
+def copy_through_sbuf(x):
+    """HBM -> SBUF -> HBM in [128, F] tiles: bound by DMA."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for t in nl.affine_range(x.shape[0] // P):
+        nl.store(out[t * P:(t + 1) * P, :], value=nl.load(x[t * P:(t + 1) * P, :]))
+    return out

@@ -243,3 +243,46 @@ def test_training_through_an_nki_op_matches_torch_autograd():
         opt_nki.step()
         opt_ref.step()
     assert loss_nki.item() < (start * x - target).pow(2).mean().item()
+
+
+# ---- predicted Trainium time --------------------------------------------------------------------
+
+from torch_neuronx.nki import cost_model  # noqa: E402
+from torch_neuronx.nki.kernel import PROGRAMS  # noqa: E402
+
+
+def _prediction_of(kernel_name):
+    program = next(p for p in reversed(PROGRAMS) if p.encoded["kernel"] == kernel_name)
+    return cost_model.predict(program.encoded, 3)
+
+
+def test_repeated_bf16_matmul_runs_at_the_tensor_engine_peak():
+    s = neuron(torch.randn(128, 128).to(torch.bfloat16))
+    m = neuron(torch.randn(128, 512).to(torch.bfloat16))
+    out = k.repeated_matmul(s, m, 200)
+    torch.testing.assert_close(out.cpu(), 200 * (s.float().cpu().T @ m.float().cpu()), rtol=1e-4, atol=1e-2)
+    p = _prediction_of("repeated_matmul")
+    # By hand: 200 matmuls x 512 moving columns, one per cycle at 2.4 GHz = 42.67 us; 79 TFLOPS.
+    assert p.bound_engine == "tensor" and p.instructions["tensor"] == 200
+    assert p.busy_seconds["tensor"] == pytest.approx(200 * 512 / 2.4e9, rel=1e-9)
+    assert p.flops / p.busy_seconds["tensor"] == pytest.approx(128 * 128 * 2 * 2.4e9, rel=1e-9)
+    # Loads before and the copy-out after add at most ~25 us to the Tensor engine's time.
+    assert p.busy_seconds["tensor"] <= p.seconds <= p.busy_seconds["tensor"] + 25e-6
+
+
+def test_large_copy_is_bound_by_dma_bandwidth():
+    x = neuron(torch.zeros(128 * 64, 2048))  # 64 MiB through SBUF and back
+    k.copy_through_sbuf(x)
+    p = _prediction_of("copy_through_sbuf")
+    moved = 2 * x.numel() * 4
+    assert p.bound_engine == "dma" and p.dma_bytes == moved
+    by_hand = moved / (16 * 23e9) + 2 * 64 * 1300e-9 / 16  # 16 queues of 23 B/ns, 1.3 us per transfer
+    assert p.seconds == pytest.approx(by_hand, rel=0.05)
+
+
+def test_nki_report_lists_kernels():
+    import torch_neuronx
+    k.transpose_tile(neuron(torch.zeros(64, 32)))
+    report = torch_neuronx.nki_report()
+    row = next(line for line in report.splitlines() if line.startswith("transpose_tile | 64x32 float32"))
+    assert "us |" in row and "NeuronCore-v3 (trn2)" in row

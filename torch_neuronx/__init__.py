@@ -21,7 +21,7 @@ from .reports import fallback_report, kernels_run, reset_fallback_report  # noqa
 from .compile import NeuronCompileError, compile_records, compile_report, reset_compile_report  # noqa: E402
 
 __all__ = ["NeuronCompileError", "compile_records", "compile_report", "fallback_report", "kernels_run",
-           "reset_compile_report", "reset_fallback_report", "topology", "nki_op"]
+           "reset_compile_report", "reset_fallback_report", "topology", "nki_op", "nki_report"]
 __version__ = "0.1.0"
 
 _registered = False
@@ -57,6 +57,13 @@ def nki_op(name: str, **kwargs):
     from .nki.op import nki_op as make
 
     return make(name, **kwargs)
+
+
+def nki_report() -> str:
+    """Each NKI program of this process: instructions per engine, DMA bytes, predicted Trainium time."""
+    from .nki.report import nki_report as report
+
+    return report()
 
 
 def topology() -> dict:

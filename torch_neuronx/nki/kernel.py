@@ -24,6 +24,7 @@ _TORCH_DTYPES = {
     "float8_e4m3": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2,
     "uint16": torch.uint16, "uint32": torch.uint32,
 }
+PROGRAMS: list = []  # every program this process verified, for nki_report()
 _PLATFORM_VERSIONS = {"trn1": 2, "inf2": 2, "trn2": 3, "trn3": 4}
 
 
@@ -66,6 +67,7 @@ class _Compiled:
     def __init__(self, encoded: dict, outputs: list, returns: Any, version: int, traced: bool):
         from torch_neuronx import _C
         self.encoded, self.outputs, self.returns, self.traced = encoded, outputs, returns, traced
+        self.version, self.calls, self.signature = version, 0, None
         self.program = _C._nki_build(encoded["kernel"], encoded["file"], encoded["tensors"],
                                      encoded["instructions"], encoded["loop_nests"], encoded["arguments"])
         violations = self.program.verify(version)
@@ -74,6 +76,7 @@ class _Compiled:
             more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
             raise NkiError(f"kernel '{encoded['kernel']}', {os.path.basename(encoded['file'])}:{line}: "
                            f"{message}{more}")
+        PROGRAMS.append(self)
 
 
 class Kernel:
@@ -107,10 +110,12 @@ class Kernel:
             compiled = root._compiled.get(key)
             if compiled is None:
                 compiled = root._compiled[key] = root._compile(key, args, kwargs, version)
+                compiled.signature = key
         if any(_is_symbolic(a) for a in arrays):
             # Tracing under torch.compile or a fake/meta tensor: outputs of the right shapes, nothing runs.
             return _build_returns(compiled, {a: torch.empty(shape, dtype=_TORCH_DTYPES[dtype], device=device)
                                              for a, shape, dtype in compiled.outputs}, False)
+        compiled.calls += 1
         return _run(compiled, arrays, was_numpy, device)
 
     def _compile(self, key, args, kwargs, version) -> _Compiled:
