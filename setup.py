@@ -45,6 +45,9 @@ def main():
         version="0.1.0",
         description="Emulated AWS NeuronCore as a native PyTorch device named 'neuron'",
         packages=find_packages(include=["torch_neuronx", "torch_neuronx.*"]),
+        # The NKI kernel repository shipped in the Hugging Face `kernels` layout (not a Python package itself).
+        package_data={"torch_neuronx.nki.hub": ["nki-llama-kernels/metadata.json",
+                                                "nki-llama-kernels/build/torch-neuron/*/*.py"]},
         ext_modules=ext_modules,
         cmdclass=cmdclass,
         entry_points=ENTRY_POINTS,
