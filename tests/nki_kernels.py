@@ -155,3 +155,37 @@ def copy_through_sbuf(x):
     for t in nl.affine_range(x.shape[0] // P):
         nl.store(out[t * P:(t + 1) * P, :], value=nl.load(x[t * P:(t + 1) * P, :]))
     return out
+
+
+@beta.jit
+def average_pool_2x2(x):
+    """x [C, H, W] -> [C, H/2, W/2]: a 5-D index grid puts each 2x2 window on the trailing axes."""
+    channels, height, width = x.shape
+    out = bnl.ndarray((channels, height // 2, width // 2), dtype=x.dtype, buffer=bnl.shared_hbm)
+    i_c = bnl.arange(channels)[:, None, None, None, None]
+    i_h = bnl.arange(height // 2)[None, :, None, None, None]
+    i_w = bnl.arange(width // 2)[None, None, :, None, None]
+    d_h = bnl.arange(2)[None, None, None, :, None]
+    d_w = bnl.arange(2)[None, None, None, None, :]
+    windows = bnl.load(x[i_c, 2 * i_h + d_h, 2 * i_w + d_w])
+    sums = bnl.sum(windows, axis=(3, 4))
+    bnl.store(out, value=bnl.multiply(sums, 0.25))
+    return out
+
+
+@nki.jit
+def attention_forward(q, k, v):
+    """softmax(q k^T / sqrt(d)) v for one head, 128 queries and keys, head size d <= 128."""
+    seq, d = q.shape
+    out = nl.ndarray((seq, d), dtype=q.dtype, buffer=nl.shared_hbm)
+    q_t = nl.copy(nl.transpose(nl.load(q)))   # [d, seq]
+    k_t = nl.copy(nl.transpose(nl.load(k)))
+    scores = nl.multiply(nl.matmul(q_t, k_t, transpose_x=True), 1.0 / (d ** 0.5))  # [seq, seq]
+    row_max = nl.max(scores, axis=1, keepdims=True)
+    weights = nl.exp(nl.subtract(scores, row_max))
+    total = nl.sum(weights, axis=1, keepdims=True)
+    probs = nl.multiply(weights, nl.reciprocal(total))
+    probs_t = nl.copy(nl.transpose(probs))     # keys on the partitions
+    result = nl.matmul(probs_t, nl.load(v), transpose_x=True)   # [seq, d]
+    nl.store(out, value=nl.copy(result, dtype=q.dtype))
+    return out

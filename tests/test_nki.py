@@ -286,3 +286,17 @@ def test_nki_report_lists_kernels():
     report = torch_neuronx.nki_report()
     row = next(line for line in report.splitlines() if line.startswith("transpose_tile | 64x32 float32"))
     assert "us |" in row and "NeuronCore-v3 (trn2)" in row
+
+
+def test_average_pooling_with_a_five_dimensional_index_grid():
+    x = torch.randn(16, 8, 12, generator=torch.Generator().manual_seed(9))
+    out = k.average_pool_2x2(neuron(x))
+    torch.testing.assert_close(out.cpu(), torch.nn.functional.avg_pool2d(x, 2), rtol=1e-6, atol=1e-6)
+
+
+def test_attention_forward_matches_sdpa():
+    g = torch.Generator().manual_seed(10)
+    q, key, v = (torch.randn(128, 64, generator=g) for _ in range(3))
+    out = k.attention_forward(neuron(q), neuron(key), neuron(v))
+    expected = torch.nn.functional.scaled_dot_product_attention(q[None], key[None], v[None])[0]
+    torch.testing.assert_close(out.cpu(), expected, rtol=1e-5, atol=1e-5)
