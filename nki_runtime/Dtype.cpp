@@ -240,6 +240,10 @@ void fromFloat(float value, void* element, Dtype dtype) {
 }
 
 void loadRow(const char* base, int64_t stride_bytes, int64_t count, Dtype dtype, float* out) {
+  if (stride_bytes == 0) {  // one element broadcast along the row
+    std::fill(out, out + count, toFloat(base, dtype));
+    return;
+  }
   // The two common cases get loops the compiler vectorises.
   if (dtype == Dtype::kFloat32 && stride_bytes == 4) {
     std::memcpy(out, base, count * 4);

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "nki_runtime/Alu.h"
+#include "nki_runtime/Bf16Matmul.h"
 
 namespace nki {
 namespace {
@@ -87,15 +88,29 @@ struct Bound {
   void loadDst(int64_t offset, float* out) const {
     loadRow(at(dst, dst_type, offset), innerStride(in.dst) * byteSize(dst_type), inner(in.dst), dst_type, out);
   }
+  // Input k's row in fp32: in place when it is a dense fp32 row, else widened into scratch `slot`.
+  const float* row(int k, int64_t offset, int slot) const {
+    if (input_types[k] == Dtype::kFloat32 && innerStride(in.inputs[k]) == 1) {
+      return reinterpret_cast<const float*>(inputs[k]) + offset;
+    }
+    float* widened = scratch(slot, inner(in.inputs[k]));
+    loadInput(k, offset, widened);
+    return widened;
+  }
+  // Where a row of results goes: dst itself when it is a dense fp32 row (then `direct`), else scratch.
+  float* dstRow(int64_t offset, bool& direct) const {
+    direct = dst_type == Dtype::kFloat32 && innerStride(in.dst) == 1;
+    return direct ? reinterpret_cast<float*>(dst) + offset : scratch(3, inner(in.dst));
+  }
+  void finish(float* values, bool direct, int64_t offset) const {
+    if (!direct) storeDst(values, offset);
+  }
   // An operand row: its input's elements, or the immediate repeated.
   const float* operand(const Operand& operand, const std::array<int64_t, 8>& offsets, int slot) const {
-    float* row = scratch(slot, inner(in.dst));
-    if (operand.input >= 0) {
-      loadInput(operand.input, offsets[1 + operand.input], row);
-    } else {
-      std::fill(row, row + inner(in.dst), operand.value);
-    }
-    return row;
+    if (operand.input >= 0) return row(operand.input, offsets[1 + operand.input], slot);
+    float* repeated = scratch(slot, inner(in.dst));
+    std::fill(repeated, repeated + inner(in.dst), operand.value);
+    return repeated;
   }
   std::vector<const Access*> views() const {
     std::vector<const Access*> all{&in.dst};
@@ -120,49 +135,57 @@ void copy(const Bound& b) {
   });
 }
 
+// Element-wise instructions read dense fp32 rows in place and write dense fp32 rows directly
+// (each output element depends only on the inputs at its index, so dst may alias them).
 void tensorTensor(const Bound& b) {
   const int64_t n = inner(b.in.dst);
   forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
-    float *x = scratch(0, n), *y = scratch(1, n);
-    b.loadInput(0, o[1], x);
-    b.loadInput(1, o[2], y);
-    applyRow(b.in.op0, x, y, x, n);
-    b.storeDst(x, o[0]);
+    bool direct;
+    float* out = b.dstRow(o[0], direct);
+    applyRow(b.in.op0, b.row(0, o[1], 0), b.row(1, o[2], 1), out, n);
+    b.finish(out, direct, o[0]);
   });
 }
 
 void tensorScalar(const Bound& b) {
   const int64_t n = inner(b.in.dst);
   forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
-    float* x = scratch(0, n);
-    b.loadInput(0, o[1], x);
+    bool direct;
+    float* out = b.dstRow(o[0], direct);
+    const float* current = b.row(0, o[1], 0);
     const std::pair<AluOp, std::pair<const Operand*, bool>> steps[] = {
         {b.in.op0, {&b.in.operand0, b.in.reverse0}}, {b.in.op1, {&b.in.operand1, b.in.reverse1}}};
     for (const auto& [op, operand] : steps) {
       if (op == AluOp::kBypass) continue;
       const float* y = b.operand(*operand.first, o, 1);
       if (operand.second) {
-        float* swapped = scratch(2, n);
-        applyRow(op, y, x, swapped, n);
-        std::copy(swapped, swapped + n, x);
+        applyRow(op, y, current, out, n);
       } else {
-        applyRow(op, x, y, x, n);
+        applyRow(op, current, y, out, n);
       }
+      current = out;
     }
-    b.storeDst(x, o[0]);
+    if (current != out) std::copy(current, current + n, out);
+    b.finish(out, direct, o[0]);
   });
 }
 
 void activation(const Bound& b) {
   const int64_t n = inner(b.in.dst);
+  const bool plain = b.in.operand0.input < 0 && b.in.operand0.value == 1.f && b.in.operand1.input < 0 &&
+                     b.in.operand1.value == 0.f;
   forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
-    float* x = scratch(0, n);
-    b.loadInput(0, o[1], x);
-    const float* scale = b.operand(b.in.operand0, o, 1);
-    const float* bias = b.operand(b.in.operand1, o, 2);
-    for (int64_t i = 0; i < n; ++i) x[i] = x[i] * scale[i] + bias[i];
-    applyRow(b.in.function, x, x, n);
-    b.storeDst(x, o[0]);
+    bool direct;
+    float* out = b.dstRow(o[0], direct);
+    const float* x = b.row(0, o[1], 0);
+    if (!plain) {
+      const float* scale = b.operand(b.in.operand0, o, 1);
+      const float* bias = b.operand(b.in.operand1, o, 2);
+      for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale[i] + bias[i];
+      x = out;
+    }
+    applyRow(b.in.function, x, out, n);
+    b.finish(out, direct, o[0]);
   });
 }
 
@@ -276,17 +299,21 @@ __attribute__((target_clones("avx512f", "avx2,fma", "default"))) void multiplyIn
   const int64_t full_rows = M / kRows * kRows, full_cols = N / kCols * kCols;
   for (int64_t i0 = 0; i0 < full_rows; i0 += kRows) {
     for (int64_t j0 = 0; j0 < full_cols; j0 += kCols) {
-      float acc[kRows][kCols];
+      float acc[kRows][kCols];  // unrolled so that it stays in registers
+#pragma GCC unroll 4
       for (int64_t r = 0; r < kRows; ++r) {
         for (int64_t j = 0; j < kCols; ++j) acc[r][j] = out[(i0 + r) * N + j0 + j];
       }
       for (int64_t k = 0; k < K; ++k) {
         const float* source = m + k * N + j0;
+#pragma GCC unroll 4
         for (int64_t r = 0; r < kRows; ++r) {
           const float weight = s[k * M + i0 + r];
+#pragma GCC unroll 64
           for (int64_t j = 0; j < kCols; ++j) acc[r][j] += weight * source[j];
         }
       }
+#pragma GCC unroll 4
       for (int64_t r = 0; r < kRows; ++r) {
         for (int64_t j = 0; j < kCols; ++j) out[(i0 + r) * N + j0 + j] = acc[r][j];
       }
@@ -307,21 +334,34 @@ __attribute__((target_clones("avx512f", "avx2,fma", "default"))) void multiplyIn
 void matmul(const Bound& b) {
   const Access &stationary = b.in.inputs[0], &moving = b.in.inputs[1];
   const int64_t K = stationary.sizes[0], M = stationary.sizes[1], N = moving.sizes[1];
-  float* s = scratch(0, K * M);
-  float* m = scratch(1, K * N);
-  float* out = scratch(2, M * N);
-  widen(b.inputs[0], b.input_types[0], stationary, s);
-  widen(b.inputs[1], b.input_types[1], moving, m);
-  if (b.in.accumulate) {
-    widen(b.dst, b.dst_type, b.in.dst, out);
-  } else {
-    std::fill(out, out + M * N, 0.f);
+  const Access& dst = b.in.dst;
+  const bool paired = b.input_types[0] == Dtype::kBFloat16 && b.input_types[1] == Dtype::kBFloat16 &&
+                      hasBf16Pairs();
+  // An fp32 PSUM tile with unit column stride is accumulated in place, as the Tensor engine does.
+  const bool in_place = paired && b.dst_type == Dtype::kFloat32 && dst.strides[1] == 1;
+  float* out = in_place ? reinterpret_cast<float*>(b.dst) + dst.offset : scratch(2, M * N);
+  const int64_t out_rows = in_place ? dst.strides[0] : N;
+  if (!b.in.accumulate) {
+    for (int64_t i = 0; i < M; ++i) std::fill(out + i * out_rows, out + i * out_rows + N, 0.f);
+  } else if (!in_place) {
+    widen(b.dst, b.dst_type, dst, out);
   }
-  multiplyInto(s, m, out, K, M, N);
+  if (paired) {
+    const auto* s = reinterpret_cast<const uint16_t*>(b.inputs[0]) + stationary.offset;
+    const auto* m = reinterpret_cast<const uint16_t*>(b.inputs[1]) + moving.offset;
+    multiplyBf16(s, stationary.strides[0], stationary.strides[1], m, moving.strides[0], moving.strides[1], out,
+                 out_rows, K, M, N);
+  } else {
+    float* s = scratch(0, K * M);
+    float* m = scratch(1, K * N);
+    widen(b.inputs[0], b.input_types[0], stationary, s);
+    widen(b.inputs[1], b.input_types[1], moving, m);
+    multiplyInto(s, m, out, K, M, N);
+  }
+  if (in_place) return;
   const std::size_t size = byteSize(b.dst_type);
   for (int64_t i = 0; i < M; ++i) {
-    storeRow(out + i * N, N, b.dst + (b.in.dst.offset + i * b.in.dst.strides[0]) * size,
-             b.in.dst.strides[1] * size, b.dst_type);
+    storeRow(out + i * N, N, b.dst + (dst.offset + i * dst.strides[0]) * size, dst.strides[1] * size, b.dst_type);
   }
 }
 
