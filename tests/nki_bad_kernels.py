@@ -71,3 +71,33 @@ def read_before_write(x):
     never_written = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
     nl.store(out, value=nl.add(nl.load(x), never_written))
     return out
+
+
+@nki.jit
+def nine_psum_banks(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    banks = [nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum) for _ in range(9)]  # 8 banks per partition
+    total = nl.copy(banks[0])
+    for bank in banks[1:]:
+        total = nl.add(total, bank)
+    nl.store(out, value=total[:, 0:x.shape[1]])
+    return out
+
+
+@nki.jit
+def dma_converts(x):
+    out = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    tile = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x)  # x is float32
+    nisa.dma_copy(dst=out, src=tile)
+    return out
+
+
+@nki.jit
+def gpsimd_reads_psum(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros(x.shape, dtype=nl.float32, buffer=nl.psum)
+    tile = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=tile, src=acc, engine=nisa.engine.gpsimd)
+    nl.store(out, value=tile)
+    return out

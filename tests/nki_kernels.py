@@ -189,3 +189,40 @@ def attention_forward(q, k, v):
     result = nl.matmul(probs_t, nl.load(v), transpose_x=True)   # [seq, d]
     nl.store(out, value=nl.copy(result, dtype=q.dtype))
     return out
+
+
+@nki.jit
+def matmul_one_tile(lhsT, rhs):
+    """Step 1: one [128, 128] x [128, 512] product, nl.matmul into PSUM."""
+    out = nl.ndarray((lhsT.shape[1], rhs.shape[1]), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    product = nl.matmul(nl.load(lhsT), nl.load(rhs), transpose_x=True)
+    nl.store(out, value=nl.copy(product, dtype=out.dtype))
+    return out
+
+
+@nki.jit
+def matmul_blocked(lhsT, rhs):
+    """Step 4: each [K, 128] column block of lhsT and [K, 512] block of rhs loaded once into SBUF and
+    reused by every product that needs it; K accumulated in PSUM, results staged in SBUF per row block."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    k_tiles, m_tiles, n_tiles = K // P, M // P, N // 512
+    rhs_tiles = nl.ndarray((P, k_tiles * n_tiles * 512), dtype=rhs.dtype, buffer=nl.sbuf)
+    for k in nl.affine_range(k_tiles):
+        for n in nl.affine_range(n_tiles):
+            at = (k * n_tiles + n) * 512
+            nisa.dma_copy(dst=rhs_tiles[:, at:at + 512], src=rhs[k * P:(k + 1) * P, n * 512:(n + 1) * 512])
+    for m in nl.affine_range(m_tiles):
+        lhs_tiles = nl.ndarray((P, k_tiles * P), dtype=lhsT.dtype, buffer=nl.sbuf)
+        for k in nl.affine_range(k_tiles):
+            nisa.dma_copy(dst=lhs_tiles[:, k * P:(k + 1) * P], src=lhsT[k * P:(k + 1) * P, m * P:(m + 1) * P])
+        row_block = nl.ndarray((P, N), dtype=out.dtype, buffer=nl.sbuf)
+        for n in nl.affine_range(n_tiles):
+            acc = nl.ndarray((P, 512), dtype=nl.float32, buffer=nl.psum)
+            for k in nl.sequential_range(k_tiles):
+                at = (k * n_tiles + n) * 512
+                nisa.nc_matmul(acc, lhs_tiles[:, k * P:(k + 1) * P], rhs_tiles[:, at:at + 512])
+            nisa.tensor_copy(dst=row_block[:, n * 512:(n + 1) * 512], src=acc)
+        nisa.dma_copy(dst=out[m * P:(m + 1) * P, :], src=row_block)
+    return out
