@@ -3,9 +3,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <vector>
+
+#include "runtime/SimdLevel.h"
 
 namespace nki {
 namespace {
@@ -64,17 +64,7 @@ void pack(const uint16_t* tile, int64_t rows_stride, int64_t cols_stride, int64_
 
 }  // namespace
 
-bool hasBf16Pairs() {
-  static const bool available = [] {
-    const char* forced = std::getenv("TORCH_NEURONX_SIMD");
-    if (forced && *forced && std::strcmp(forced, "avx512bf16") != 0 && std::strcmp(forced, "amx") != 0) {
-      return false;
-    }
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512bf16") != 0;
-  }();
-  return available;
-}
+bool hasBf16Pairs() { return nrt::simdLevel() >= nrt::SimdLevel::kAvx512Bf16; }
 
 void multiplyBf16(const uint16_t* s, int64_t s_rows, int64_t s_cols, const uint16_t* m, int64_t m_rows,
                   int64_t m_cols, float* out, int64_t out_rows, int64_t K, int64_t M, int64_t N) {

@@ -7,7 +7,7 @@
 
 namespace nki {
 
-// Whether the CPU has AVX512-BF16 and TORCH_NEURONX_SIMD does not name a lower level.
+// Whether the SIMD level (runtime/SimdLevel.h) has AVX512-BF16.
 bool hasBf16Pairs();
 
 // out[M, N] (fp32, rows `out_rows` apart, accumulated into) += s[K, M]^T @ m[K, N];

@@ -9,6 +9,7 @@
 
 #include "nki_runtime/Alu.h"
 #include "nki_runtime/Bf16Matmul.h"
+#include "runtime/SimdLevel.h"
 
 namespace nki {
 namespace {
@@ -292,10 +293,12 @@ void widen(const char* base, Dtype type, const Access& access, float* out) {
 
 // out[M, N] += s[K, M]^T @ m[K, N], dense fp32. Blocks of 4 output rows by 64
 // columns stay in registers across the whole contraction (16 AVX-512
-// accumulators); compiled for each SIMD level, picked at load time.
-__attribute__((target_clones("avx512f", "avx2,fma", "default"))) void multiplyInto(
-    const float* s, const float* m, float* out, int64_t K, int64_t M, int64_t N) {
-  constexpr int64_t kRows = 4, kCols = 64;
+// accumulators); the same loops compiled for each SIMD level, chosen by
+// runtime/SimdLevel.h (so TORCH_NEURONX_SIMD reaches the weaker CPUs' code).
+// kRows x kCols accumulators fill the registers: 4 x 64 fp32 with AVX-512's 32, 4 x 16 with AVX2's 16.
+template <int64_t kRows, int64_t kCols>
+__attribute__((always_inline)) inline void multiplyBlocks(const float* s, const float* m, float* out, int64_t K,
+                                                          int64_t M, int64_t N) {
   const int64_t full_rows = M / kRows * kRows, full_cols = N / kCols * kCols;
   for (int64_t i0 = 0; i0 < full_rows; i0 += kRows) {
     for (int64_t j0 = 0; j0 < full_cols; j0 += kCols) {
@@ -329,6 +332,23 @@ __attribute__((target_clones("avx512f", "avx2,fma", "default"))) void multiplyIn
       for (int64_t j = j_start; j < N; ++j) row[j] += weight * source[j];
     }
   }
+}
+
+__attribute__((target("avx512f"))) void multiplyAvx512(const float* s, const float* m, float* out, int64_t K,
+                                                       int64_t M, int64_t N) {
+  multiplyBlocks<4, 64>(s, m, out, K, M, N);
+}
+
+__attribute__((target("avx2,fma"))) void multiplyAvx2(const float* s, const float* m, float* out, int64_t K,
+                                                      int64_t M, int64_t N) {
+  multiplyBlocks<4, 16>(s, m, out, K, M, N);
+}
+
+void multiplyInto(const float* s, const float* m, float* out, int64_t K, int64_t M, int64_t N) {
+  const nrt::SimdLevel level = nrt::simdLevel();
+  if (level >= nrt::SimdLevel::kAvx512) return multiplyAvx512(s, m, out, K, M, N);
+  if (level >= nrt::SimdLevel::kAvx2) return multiplyAvx2(s, m, out, K, M, N);
+  multiplyBlocks<4, 4>(s, m, out, K, M, N);
 }
 
 void matmul(const Bound& b) {

@@ -105,3 +105,30 @@ def test_invalid_environment_values():
         assert info["count"] == 0, env
         assert info["error"] is not None, f"{env}: creating a tensor did not raise"
         assert variable in info["error"], (env, info["error"])
+
+
+@pytest.mark.parametrize("op", [
+    lambda a, b, out: torch.add(a, b, out=out),          # an unboxed kernel
+    lambda a, b, out: torch.atan2(a, b, out=out),        # the boxed fallback
+    lambda a, b, out: torch.mm(a.view(1, 1), b.view(1, 1), out=out.view(1, 1)),
+])
+def test_a_cpu_out_tensor_is_refused_even_for_scalar_inputs(survivor, op):
+    # CPU scalars may be read by a neuron op, never written: CUDA raises here too.
+    a, b, out = torch.tensor(1.0, device="neuron"), torch.tensor(2.0, device="neuron"), torch.zeros(())
+    with pytest.raises(RuntimeError, match="same device"):
+        op(a, b, out)
+    assert out.item() == 0.0
+
+
+@pytest.mark.parametrize("inplace", [
+    lambda a, b: a.ldexp_(b),   # composite: mul.out with out=self
+    lambda a, b: a.mul_(b),
+    lambda a, b: a.add_(b),
+    lambda a, b: a.atan2_(b),   # the boxed fallback
+])
+def test_in_place_broadcast_larger_than_self_raises_as_on_cpu(survivor, inplace):
+    for device in ("cpu", "neuron"):
+        a, b = torch.ones(3, device=device), torch.ones(2, 3, device=device)
+        with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+            inplace(a, b)
+        assert a.shape == (3,) and a.tolist() == [1.0, 1.0, 1.0]

@@ -664,3 +664,22 @@ def test_isin_against_cpu(tests, invert):
     scalar = torch.tensor(tests[0] if tests else 1)
     exact(torch.isin(scalar.to(N), test_elements.to(N), invert=invert).cpu(),
           torch.isin(scalar, test_elements, invert=invert))
+
+
+def test_efficient_zero_tensor_is_a_zero_tensor():
+    z = torch._efficientzerotensor((2, 3), device="neuron")
+    assert z._is_zerotensor() and z.device.type == "neuron" and z.shape == (2, 3)
+    assert torch.equal(z.cpu(), torch.zeros(2, 3))
+    assert torch.equal((z + torch.ones(2, 3, device="neuron")).cpu(), torch.ones(2, 3))
+
+
+def test_autograd_zero_tensor_paths_do_not_crash():
+    # sgn's backward (and others) hand autograd efficient zero tensors.
+    for device in ("cpu", "neuron"):
+        x = torch.tensor([0.0, 1.5, -2.0], device=device, requires_grad=True)
+        x.sgn().sum().backward()
+        assert x.grad._is_zerotensor()  # as on CPU: a zero tensor, materialised by arithmetic
+        assert (x.grad + 0).cpu().tolist() == [0.0, 0.0, 0.0]
+        c = torch.tensor([1 + 1j, 0j], dtype=torch.complex64, device=device, requires_grad=True)
+        c.sgn().abs().sum().backward()
+        assert c.grad is not None and torch.isfinite(torch.view_as_real(c.grad.cpu())).all()

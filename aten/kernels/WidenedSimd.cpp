@@ -1,12 +1,8 @@
 #include "aten/kernels/WidenedSimd.h"
 
-#include <c10/util/Exception.h>
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
-#include <utility>
 
 #include "aten/kernels/WideningLoads.h"
 
@@ -88,30 +84,6 @@ __attribute__((target("avx512f,avx512bf16"))) float dotBf16Pairs(const c10::BFlo
   return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + dotScalar(x, y, i, n);
 }
 
-SimdLevel detectSimdLevel() {
-  __builtin_cpu_init();
-  SimdLevel level = SimdLevel::kScalar;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) level = SimdLevel::kAvx2;
-  if (__builtin_cpu_supports("avx512f")) level = SimdLevel::kAvx512;
-  if (level == SimdLevel::kAvx512 && __builtin_cpu_supports("avx512bf16")) level = SimdLevel::kAvx512Bf16;
-  if (level == SimdLevel::kAvx512Bf16 && __builtin_cpu_supports("amx-bf16") && __builtin_cpu_supports("amx-tile")) {
-    level = SimdLevel::kAmx;
-  }
-  // A lower level on request, so that tests reach the loops other CPUs run.
-  const char* requested = std::getenv("TORCH_NEURONX_SIMD");
-  if (requested == nullptr) return level;
-  const std::string name(requested);
-  const std::pair<const char*, SimdLevel> names[] = {{"scalar", SimdLevel::kScalar},
-                                                     {"avx2", SimdLevel::kAvx2},
-                                                     {"avx512", SimdLevel::kAvx512},
-                                                     {"avx512bf16", SimdLevel::kAvx512Bf16},
-                                                     {"amx", SimdLevel::kAmx}};
-  for (const auto& [known, wanted] : names) {
-    if (name == known) return std::min(level, wanted);
-  }
-  TORCH_CHECK(false, "TORCH_NEURONX_SIMD=", name, ": expected one of scalar, avx2, avx512, avx512bf16, amx");
-}
-
 template <typename X, typename Y>
 float dot(const X* x, const Y* y, int64_t n) {
   switch (simdLevel()) {
@@ -144,11 +116,6 @@ float dotWidened(const c10::BFloat16* x, const c10::BFloat16* y, int64_t n) {
   return simdLevel() >= SimdLevel::kAvx512Bf16 ? dotBf16Pairs(x, y, n) : dot(x, y, n);
 }
 
-SimdLevel simdLevel() {
-  // A function-local static: static initialisers elsewhere may already compute.
-  static const SimdLevel level = detectSimdLevel();
-  return level;
-}
 void axpyWidened(float alpha, const float* x, float* y, int64_t n) { axpy(alpha, x, y, n); }
 
 }  // namespace torch_neuronx

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "runtime/SimdLevel.h"
+
 namespace torch_neuronx {
 
 // sum over i < n of x[i] * y[i]
@@ -17,13 +19,9 @@ float dotWidened(const float* x, const float* y, int64_t n);
 // lanes by one instruction (denormals flushed, as the hardware does).
 float dotWidened(const c10::BFloat16* x, const c10::BFloat16* y, int64_t n);
 
-// kAmx: AVX512-BF16 and the AMX tile unit (Intel Xeon from Sapphire Rapids).
-enum class SimdLevel { kScalar, kAvx2, kAvx512, kAvx512Bf16, kAmx };
-
-// The widest SIMD the CPU has, or a lower one named by TORCH_NEURONX_SIMD
-// (scalar, avx2, avx512, avx512bf16, amx): tests and benchmarks use it to run
-// other CPUs' loops (avx2: AMD Zen 3; avx512bf16: Zen 4/5; amx: Xeon).
-SimdLevel simdLevel();
+// The SIMD level of the device's loops: runtime/SimdLevel.h.
+using nrt::SimdLevel;
+using nrt::simdLevel;
 
 // y[i] += alpha * x[i] for i < n
 void axpyWidened(float alpha, const c10::BFloat16* x, float* y, int64_t n);

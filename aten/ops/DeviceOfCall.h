@@ -36,6 +36,20 @@ struct DeviceOfCall {
   }
 };
 
+// A tensor the call writes (out=, an in-place op's self) must be a neuron
+// tensor: a CPU scalar may only be read, as CUDA requires.
+inline void checkWritten(const char* op, const at::Tensor& t) {
+  TORCH_CHECK(isNeuron(t), "Expected all tensors to be on the same device, but got ", t.device(), " for the tensor ",
+              op, " writes, where a neuron tensor is required");
+}
+
+// The CPU alias of `t` for a call that also writes `written` through `written_alias`: the
+// same alias object when they are one tensor, so that the CPU kernel sees an in-place
+// call (and refuses a broadcast larger than the tensor) instead of a resizable output.
+inline at::Tensor aliasSharing(const at::Tensor& t, const at::Tensor& written, const at::Tensor& written_alias) {
+  return t.unsafeGetTensorImpl() == written.unsafeGetTensorImpl() ? written_alias : cpuAlias(t);
+}
+
 // The core of the call's neuron tensors, after the checks above.
 template <typename... Tensors>
 c10::DeviceIndex deviceOf(const char* op, const Tensors&... tensors) {

@@ -49,10 +49,16 @@ void claimDevice(CallState& state, const at::Tensor& t, const c10::Argument& arg
 at::Tensor bridgeTensor(CallState& state, const at::Tensor& t, const c10::Argument& argument, bool cpu_allowed) {
   if (!t.defined()) return t;
   if (!isNeuron(t)) {
-    TORCH_CHECK(cpu_allowed || (t.device().is_cpu() && t.dim() == 0), "Expected all tensors to be on the same ",
-                "device, but got ", t.device(), " for argument '", argument.name(), "' of ",
+    // A CPU scalar may be read, never written (out=, an in-place self), as CUDA requires.
+    const bool written = argument.alias_info() != nullptr && argument.alias_info()->isWrite();
+    TORCH_CHECK(cpu_allowed || (t.device().is_cpu() && t.dim() == 0 && !written), "Expected all tensors to be on ",
+                "the same device, but got ", t.device(), " for argument '", argument.name(), "' of ",
                 c10::toString(state.op.operator_name()), ", where a neuron tensor is required");
     return t;
+  }
+  // One tensor passed twice (out=self) gets one alias: the CPU kernel then sees an in-place call.
+  for (const auto& [original, alias] : state.aliases) {
+    if (original.unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) return alias;
   }
   claimDevice(state, t, argument);
   if (!state.unsupported_dtype && lacksHardwareSupport(t.scalar_type())) state.unsupported_dtype = t.scalar_type();

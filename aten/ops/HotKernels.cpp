@@ -30,15 +30,17 @@ namespace {
   }                                                                                                     \
   at::Tensor& name##_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {             \
     KernelMemoryScope scope(deviceOf(schema "_", self, other));                                         \
+    checkWritten(schema "_", self);                                                                     \
     at::Tensor alias = cpuAlias(self);                                                                  \
-    at::cpu::name##_(alias, cpuAlias(other), alpha);                                                    \
+    at::cpu::name##_(alias, aliasSharing(other, self, alias), alpha);                                   \
     return self;                                                                                        \
   }                                                                                                     \
   at::Tensor& name##Out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha,       \
                         at::Tensor& out) {                                                              \
     KernelMemoryScope scope(deviceOf(schema ".out", self, other, out));                                 \
+    checkWritten(schema ".out", out);                                                                   \
     at::Tensor alias = cpuAlias(out);                                                                   \
-    at::cpu::name##_out(alias, cpuAlias(self), cpuAlias(other), alpha);                                 \
+    at::cpu::name##_out(alias, aliasSharing(self, out, alias), aliasSharing(other, out, alias), alpha); \
     syncFromAlias(alias, out);                                                                          \
     return out;                                                                                         \
   }
@@ -51,14 +53,16 @@ namespace {
   }                                                                                                     \
   at::Tensor& name##_(at::Tensor& self, const at::Tensor& other) {                                      \
     KernelMemoryScope scope(deviceOf(schema "_", self, other));                                         \
+    checkWritten(schema "_", self);                                                                     \
     at::Tensor alias = cpuAlias(self);                                                                  \
-    at::cpu::name##_(alias, cpuAlias(other));                                                           \
+    at::cpu::name##_(alias, aliasSharing(other, self, alias));                                          \
     return self;                                                                                        \
   }                                                                                                     \
   at::Tensor& name##Out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {             \
     KernelMemoryScope scope(deviceOf(schema ".out", self, other, out));                                 \
+    checkWritten(schema ".out", out);                                                                   \
     at::Tensor alias = cpuAlias(out);                                                                   \
-    at::cpu::name##_out(alias, cpuAlias(self), cpuAlias(other));                                        \
+    at::cpu::name##_out(alias, aliasSharing(self, out, alias), aliasSharing(other, out, alias));        \
     syncFromAlias(alias, out);                                                                          \
     return out;                                                                                         \
   }
@@ -76,6 +80,7 @@ NEURON_PLAIN_BINARY_OP(div, "aten::div")
   }                                                                                                     \
   at::Tensor& name##Out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {             \
     KernelMemoryScope scope(deviceOf(schema ".out", self, mat2, out));                                  \
+    checkWritten(schema ".out", out);                                                                   \
     at::Tensor alias = cpuAlias(out);                                                                   \
     at::cpu::name##_out(alias, cpuAlias(self), cpuAlias(mat2));                                         \
     syncFromAlias(alias, out);                                                                          \
@@ -95,6 +100,7 @@ at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
 
 at::Tensor& mmOut(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
   KernelMemoryScope scope(deviceOf("aten::mm.out", self, mat2, out));
+  checkWritten("aten::mm.out", out);
   at::Tensor alias = cpuAlias(out), left = cpuAlias(self), right = cpuAlias(mat2);
   if (decodeProductInto(left, right, at::Tensor(), alias)) return out;
   at::cpu::mm_out(alias, left, right);
@@ -117,6 +123,7 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tenso
 at::Tensor& addmmOut(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
                      const at::Scalar& alpha, at::Tensor& out) {
   KernelMemoryScope scope(deviceOf("aten::addmm.out", self, mat1, mat2, out));
+  checkWritten("aten::addmm.out", out);
   at::Tensor alias = cpuAlias(out), bias = cpuAlias(self), left = cpuAlias(mat1), right = cpuAlias(mat2);
   if (beta.equal(1) && alpha.equal(1) && decodeProductInto(left, right, bias, alias)) return out;
   at::cpu::addmm_out(alias, bias, left, right, beta, alpha);
