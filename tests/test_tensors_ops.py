@@ -683,3 +683,12 @@ def test_autograd_zero_tensor_paths_do_not_crash():
         c = torch.tensor([1 + 1j, 0j], dtype=torch.complex64, device=device, requires_grad=True)
         c.sgn().abs().sum().backward()
         assert c.grad is not None and torch.isfinite(torch.view_as_real(c.grad.cpu())).all()
+
+
+def test_conj_physical_in_place_on_complex64():
+    c = torch.randn(3, 4, dtype=torch.complex64, generator=torch.Generator().manual_seed(0))
+    n = c.to("neuron")
+    assert n.conj_physical_() is n
+    assert torch.equal(n.cpu(), c.conj_physical())
+    real = torch.randn(3, device="neuron")
+    assert torch.equal(real.clone().conj_physical_().cpu(), real.cpu())  # real tensors are their own conjugate

@@ -181,8 +181,11 @@ void routeStructuredOpsToHostKernels() {
         name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
     library->impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&hostKernelFallback>());
   }
-  // mode's out= form has a generic kernel that rejects devices it does not know.
-  library->impl("mode.values", torch::CppFunction::makeFromBoxedFunction<&hostKernelFallback>());
+  // Generic kernels that reject devices they do not know: mode's out= form, and conj_physical_
+  // (its composite kernel calls the CPU's DispatchStub for the tensor's own device).
+  for (const char* name : {"mode.values", "conj_physical_"}) {
+    library->impl(name, torch::CppFunction::makeFromBoxedFunction<&hostKernelFallback>());
+  }
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&hostKernelFallback>()); }
