@@ -144,7 +144,6 @@ class Checker {
            " (nl.tile_size.pmax)");
       return false;
     }
-    const int64_t first_partition = access.offset / per_partition;
     int64_t free_low = access.offset % per_partition, free_high = free_low;
     for (int a = 1; a < access.rank; ++a) {
       const int64_t reach = (access.sizes[a] - 1) * access.strides[a];
@@ -160,7 +159,6 @@ class Checker {
       fail(i, role, " of '", info.name, "' broadcasts along the partition axis, which only DMA can do");
       return false;
     }
-    (void)first_partition;
     return true;
   }
 

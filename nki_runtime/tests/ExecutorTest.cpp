@@ -140,22 +140,31 @@ TEST(Executor, ScanAndIota) {
   EXPECT_EQ(ix, (std::vector<float>{5, 7, 9, 11, 105, 107, 109, 111}));
 }
 
-TEST(Executor, MatmulBlocksAndEdgesAgreeWithADirectSum) {
-  // M = 7 and N = 70: one block of 4 rows by 64 columns, and edges on both sides.
-  const int K = 5, M = 7, N = 70;
+namespace {
+
+// HBM [K, M] and [K, N] through SBUF into one nc_matmul, evicted PSUM -> SBUF -> HBM [M, N] fp32.
+Program matmulProgram(int64_t K, int64_t M, int64_t N, Dtype dtype) {
   ProgramBuilder b;
-  const int s = b.argument({K, M}), m = b.argument({K, N}), out = b.argument({M, N});
-  const int ts = b.tile(Memory::kSbuf, {K, M}), tm = b.tile(Memory::kSbuf, {K, N});
+  const int s = b.argument({K, M}, dtype), m = b.argument({K, N}, dtype), out = b.argument({M, N});
+  const int ts = b.tile(Memory::kSbuf, {K, M}, dtype), tm = b.tile(Memory::kSbuf, {K, N}, dtype);
   const int acc = b.tile(Memory::kPsum, {M, N}), res = b.tile(Memory::kSbuf, {M, N});
   b.copy(whole(ts, {K, M}), whole(s, {K, M}));
   b.copy(whole(tm, {K, N}), whole(m, {K, N}));
   b.emit(Opcode::kMatmul, Engine::kTensor, whole(acc, {M, N}), {whole(ts, {K, M}), whole(tm, {K, N})});
   b.emit(Opcode::kTensorCopy, Engine::kVector, whole(res, {M, N}), {whole(acc, {M, N})});
   b.copy(whole(out, {M, N}), whole(res, {M, N}));
+  return b.program();
+}
+
+}  // namespace
+
+TEST(Executor, MatmulBlocksAndEdgesAgreeWithADirectSum) {
+  // M = 7 and N = 70: one block of 4 rows by 64 columns, and edges on both sides.
+  const int K = 5, M = 7, N = 70;
   std::vector<float> sv(K * M), mv(K * N), ov(M * N);
   for (int i = 0; i < K * M; ++i) sv[i] = static_cast<float>((i * 7) % 11) - 5.f;
   for (int i = 0; i < K * N; ++i) mv[i] = static_cast<float>((i * 5) % 13) - 6.f;
-  Executor(b.program()).run({sv.data(), mv.data(), ov.data()});
+  Executor(matmulProgram(K, M, N, Dtype::kFloat32)).run({sv.data(), mv.data(), ov.data()});
   for (int i = 0; i < M; ++i) {
     for (int j = 0; j < N; ++j) {
       float expected = 0;
@@ -168,25 +177,13 @@ TEST(Executor, MatmulBlocksAndEdgesAgreeWithADirectSum) {
 TEST(Executor, Bf16MatmulWithPairProductsAgreesWithFp32) {
   // Odd K and M, N past one block of 64: the paired path's edges (when the CPU has AVX512-BF16).
   const int K = 7, M = 9, N = 70;
-  auto program = [&](Dtype dtype) {
-    ProgramBuilder b;
-    const int s = b.argument({K, M}, dtype), m = b.argument({K, N}, dtype), out = b.argument({M, N});
-    const int ts = b.tile(Memory::kSbuf, {K, M}, dtype), tm = b.tile(Memory::kSbuf, {K, N}, dtype);
-    const int acc = b.tile(Memory::kPsum, {M, N}), res = b.tile(Memory::kSbuf, {M, N});
-    b.copy(whole(ts, {K, M}), whole(s, {K, M}));
-    b.copy(whole(tm, {K, N}), whole(m, {K, N}));
-    b.emit(Opcode::kMatmul, Engine::kTensor, whole(acc, {M, N}), {whole(ts, {K, M}), whole(tm, {K, N})});
-    b.emit(Opcode::kTensorCopy, Engine::kVector, whole(res, {M, N}), {whole(acc, {M, N})});
-    b.copy(whole(out, {M, N}), whole(res, {M, N}));
-    return b.program();
-  };
   std::vector<uint16_t> sb(K * M), mb(K * N);
   std::vector<float> sf(K * M), mf(K * N), from_bf16(M * N), from_fp32(M * N);
   for (int i = 0; i < K * M; ++i) sf[i] = static_cast<float>((i * 7) % 11) - 5.f;
   for (int i = 0; i < K * N; ++i) mf[i] = static_cast<float>((i * 5) % 13) * 0.5f - 3.f;
   for (int i = 0; i < K * M; ++i) nki::fromFloat(sf[i], &sb[i], Dtype::kBFloat16);
   for (int i = 0; i < K * N; ++i) nki::fromFloat(mf[i], &mb[i], Dtype::kBFloat16);
-  Executor(program(Dtype::kBFloat16)).run({sb.data(), mb.data(), from_bf16.data()});
-  Executor(program(Dtype::kFloat32)).run({sf.data(), mf.data(), from_fp32.data()});
+  Executor(matmulProgram(K, M, N, Dtype::kBFloat16)).run({sb.data(), mb.data(), from_bf16.data()});
+  Executor(matmulProgram(K, M, N, Dtype::kFloat32)).run({sf.data(), mf.data(), from_fp32.data()});
   EXPECT_EQ(from_bf16, from_fp32);  // small exact values: every product and sum is exact either way
 }

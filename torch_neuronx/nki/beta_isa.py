@@ -6,7 +6,7 @@ from . import isa
 from . import language as nl
 from .indexing import IndexExpr
 from .isa import engine, get_nc_version, nc_version  # noqa: F401 - part of the module
-from .trace import FLOATS, View, current
+from .trace import FLOATS, View
 
 
 def _out(shape, dtype, like_dtype, buffer=nl.sbuf) -> View:
@@ -101,5 +101,3 @@ def tensor_tensor_scan(data0: View, data1: View, initial, op0, op1, reverse0=Fal
 def dma_copy(*, dst: View, src: View, mask=None, **kwargs) -> None:
     isa.dma_copy(dst, src, mask=mask, **kwargs)
 
-
-_ = current

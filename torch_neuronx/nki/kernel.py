@@ -35,7 +35,9 @@ def numpy_dtype(name: str):
     return np.dtype({"bool": "bool"}.get(name, name))
 
 
+@functools.lru_cache(maxsize=None)
 def _tracer_version() -> str:
+    """A hash of the tracer's sources (part of every disk-cache key), read once per process."""
     digest = hashlib.sha256()
     for path in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "*.py"))):
         with open(path, "rb") as f:

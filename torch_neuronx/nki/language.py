@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 from . import indexing
 from .indexing import DynSlice, IndexExpr, MGrid, apply_mask, check_bounds
-from .trace import BYTES, FLOATS, NkiError, View, current, dtype_name, promote
+from .trace import FLOATS, View, current, dtype_name, promote
 
 # Dtypes, as the current API names them (strings); numpy and torch dtypes are accepted too.
 float32, bfloat16, float16, tfloat32 = "float32", "bfloat16", "float16", "tfloat32"
@@ -419,4 +419,3 @@ def static_cast(x, dtype):
 
 
 __all__ = [name for name in dir() if not name.startswith("_")]
-_ = BYTES, NkiError
