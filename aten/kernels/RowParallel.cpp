@@ -81,6 +81,7 @@ class HelperPool {
   // The caller holds busy. Publishes the loop, works on it, waits for claimed chunks.
   void run(int64_t rows, int64_t chunks, const std::function<void(int64_t, int64_t)>& body) {
     const auto started = Clock::now();
+    caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
     rows_.store(rows, std::memory_order_relaxed);
     chunks_.store(chunks, std::memory_order_relaxed);
     body_.store(&body, std::memory_order_relaxed);
@@ -101,6 +102,8 @@ class HelperPool {
 
  private:
   HelperPool() {
+    CPU_ZERO(&usable_);
+    sched_getaffinity(0, sizeof(usable_), &usable_);
     const int count = std::clamp(deviceThreads() - 1, 0, 7);
     for (int i = 0; i < count; ++i) threads_.emplace_back([this] { helperLoop(); });
     for (auto& t : threads_) t.detach();
@@ -144,9 +147,21 @@ class HelperPool {
         state = state_.load(std::memory_order_acquire);
       }
       seen = state >> 32;
+      leaveCallersCpu();
       while (work(seen)) {
       }
     }
+  }
+
+  // The scheduler often wakes a helper on the caller's CPU (the waker's), where
+  // it would take turns with the caller while another CPU idles, sometimes for
+  // many milliseconds. A helper that finds itself there moves to the others.
+  void leaveCallersCpu() {
+    const int caller = caller_cpu_.load(std::memory_order_relaxed);
+    if (caller < 0 || caller != sched_getcpu() || !CPU_ISSET(caller, &usable_) || CPU_COUNT(&usable_) < 2) return;
+    cpu_set_t others = usable_;
+    CPU_CLR(caller, &others);
+    sched_setaffinity(0, sizeof(others), &others);  // moves this thread at once
   }
 
   // A helper that claimed a chunk may have been descheduled by another
@@ -169,6 +184,8 @@ class HelperPool {
   std::atomic<uint64_t> state_{0};
   std::atomic<int> done_{0};
   std::atomic<int> sleeping_{0};
+  std::atomic<int> caller_cpu_{-1};  // where the latest loop's caller ran
+  cpu_set_t usable_;                 // the CPUs this process may use, when the pool began
   std::atomic<int64_t> rows_{0};
   std::atomic<int64_t> chunks_{0};
   std::atomic<const std::function<void(int64_t, int64_t)>*> body_{nullptr};
