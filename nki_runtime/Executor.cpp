@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "nki_runtime/Alu.h"
+#include "nki_runtime/AmxMatmul.h"
 #include "nki_runtime/Bf16Matmul.h"
 #include "runtime/SimdLevel.h"
 
@@ -369,8 +370,9 @@ void matmul(const Bound& b) {
   if (paired) {
     const auto* s = reinterpret_cast<const uint16_t*>(b.inputs[0]) + stationary.offset;
     const auto* m = reinterpret_cast<const uint16_t*>(b.inputs[1]) + moving.offset;
-    multiplyBf16(s, stationary.strides[0], stationary.strides[1], m, moving.strides[0], moving.strides[1], out,
-                 out_rows, K, M, N);
+    const auto multiply = hasAmxTiles() ? multiplyBf16Amx : multiplyBf16;
+    multiply(s, stationary.strides[0], stationary.strides[1], m, moving.strides[0], moving.strides[1], out, out_rows,
+             K, M, N);
   } else {
     float* s = scratch(0, K * M);
     float* m = scratch(1, K * N);

@@ -6,8 +6,18 @@
 #include <string>
 #include <utility>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 namespace nrt {
 namespace {
+
+// Linux hands out the AMX tile state only to processes that ask for it (arch_prctl, kernel 5.16+).
+bool requestTileState() {
+  constexpr int kArchReqXcompPerm = 0x1023;
+  constexpr int kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
 
 SimdLevel detect() {
   __builtin_cpu_init();
@@ -15,7 +25,8 @@ SimdLevel detect() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) level = SimdLevel::kAvx2;
   if (__builtin_cpu_supports("avx512f")) level = SimdLevel::kAvx512;
   if (level == SimdLevel::kAvx512 && __builtin_cpu_supports("avx512bf16")) level = SimdLevel::kAvx512Bf16;
-  if (level == SimdLevel::kAvx512Bf16 && __builtin_cpu_supports("amx-bf16") && __builtin_cpu_supports("amx-tile")) {
+  if (level == SimdLevel::kAvx512Bf16 && __builtin_cpu_supports("amx-bf16") && __builtin_cpu_supports("amx-tile") &&
+      requestTileState()) {
     level = SimdLevel::kAmx;
   }
   const char* requested = std::getenv("TORCH_NEURONX_SIMD");

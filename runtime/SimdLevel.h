@@ -7,7 +7,7 @@
 
 namespace nrt {
 
-// kAmx: AVX512-BF16 and the AMX tile unit.
+// kAmx: AVX512-BF16 and the AMX tile unit, whose state the OS granted this process.
 enum class SimdLevel { kScalar, kAvx2, kAvx512, kAvx512Bf16, kAmx };
 
 // Throws std::invalid_argument for an unknown TORCH_NEURONX_SIMD.

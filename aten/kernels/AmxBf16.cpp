@@ -1,8 +1,6 @@
 #include "aten/kernels/AmxBf16.h"
 
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -16,8 +14,6 @@ namespace {
 
 constexpr int kTileRows = 16;   // weight rows per block; also packed left pairs per k-step
 constexpr int kTileK = 32;      // bf16 values of K per tile row (64 bytes)
-constexpr int kArchReqXcompPerm = 0x1023;
-constexpr int kXfeatureXtiledata = 18;
 
 // The tile configuration register's memory image (palette 1).
 struct alignas(64) TileConfig {
@@ -37,12 +33,6 @@ TileConfig makeConfig() {
     config.rows[tile] = kTileRows;
   }
   return config;
-}
-
-bool requestTileState() {
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("amx-bf16") || !__builtin_cpu_supports("amx-tile")) return false;
-  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
 }
 
 // Left rows packed as the tile unit reads its second operand: for each pair
@@ -95,10 +85,7 @@ void tailRows(const c10::BFloat16* left, int64_t left_stride, int64_t M, const c
 
 }  // namespace
 
-bool hasAmxBf16() {
-  static const bool granted = requestTileState();
-  return granted && simdLevel() == SimdLevel::kAmx;
-}
+bool hasAmxBf16() { return simdLevel() == SimdLevel::kAmx; }
 
 void amxFewRowsTimesWeight(const c10::BFloat16* left, int64_t left_stride, int64_t M, const c10::BFloat16* weight,
                            const c10::BFloat16* bias, c10::BFloat16* out, int64_t N, int64_t K) {

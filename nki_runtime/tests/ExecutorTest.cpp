@@ -187,3 +187,18 @@ TEST(Executor, Bf16MatmulWithPairProductsAgreesWithFp32) {
   Executor(matmulProgram(K, M, N, Dtype::kFloat32)).run({sf.data(), mf.data(), from_fp32.data()});
   EXPECT_EQ(from_bf16, from_fp32);  // small exact values: every product and sum is exact either way
 }
+
+TEST(Executor, Bf16MatmulOfWholeTilesAgreesWithFp32) {
+  // M and N multiples of 16 (the tile unit's sums land in PSUM directly where the CPU has AMX), an odd
+  // number of 16-row and 16-column tiles, and K of 4.5 tile steps.
+  const int K = 144, M = 48, N = 80;
+  std::vector<uint16_t> sb(K * M), mb(K * N);
+  std::vector<float> sf(K * M), mf(K * N), from_bf16(M * N), from_fp32(M * N);
+  for (int i = 0; i < K * M; ++i) sf[i] = static_cast<float>((i * 7) % 11) - 5.f;
+  for (int i = 0; i < K * N; ++i) mf[i] = static_cast<float>((i * 5) % 13) * 0.5f - 3.f;
+  for (int i = 0; i < K * M; ++i) nki::fromFloat(sf[i], &sb[i], Dtype::kBFloat16);
+  for (int i = 0; i < K * N; ++i) nki::fromFloat(mf[i], &mb[i], Dtype::kBFloat16);
+  Executor(matmulProgram(K, M, N, Dtype::kBFloat16)).run({sb.data(), mb.data(), from_bf16.data()});
+  Executor(matmulProgram(K, M, N, Dtype::kFloat32)).run({sf.data(), mf.data(), from_fp32.data()});
+  EXPECT_EQ(from_bf16, from_fp32);  // products and sums of halves below 2^24: exact in any order
+}

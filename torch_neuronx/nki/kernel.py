@@ -231,14 +231,18 @@ def _is_symbolic(tensor: torch.Tensor) -> bool:
 
 
 def _build_returns(compiled: _Compiled, outputs: dict, was_numpy: bool):
-    def build(structure):
-        if structure is None:
-            return None
-        if isinstance(structure, tuple):
-            return tuple(build(s) for s in structure)
-        out = outputs[structure]
-        return out.numpy() if was_numpy else out
-    return build(compiled.returns)
+    return _returned(compiled.returns, outputs, was_numpy)
+
+
+def _returned(structure, outputs: dict, was_numpy: bool):
+    # A module-level function, not a recursive closure: a closure that calls itself is a reference
+    # cycle, which would keep every output tensor alive until the garbage collector runs.
+    if structure is None:
+        return None
+    if isinstance(structure, tuple):
+        return tuple(_returned(s, outputs, was_numpy) for s in structure)
+    out = outputs[structure]
+    return out.numpy() if was_numpy else out
 
 
 def _run(compiled: _Compiled, arrays: Sequence[torch.Tensor], was_numpy: bool, device: torch.device):
