@@ -30,6 +30,11 @@ enum class Opcode : uint8_t {
   kIota,             // dst[i0, i1, ...] = base + sum of coefficient_a * i_a
   kTensorTensorScan, // along the last axis: acc = (acc op0 a[i]) op1 b[i]; dst[i] = acc
   kSelect,           // dst = predicate != 0 ? on_true : on_false
+  kScalarTensorTensor,  // dst = (data op0 operand0) op1 other, operand0 immediate or per partition
+  kMax8,             // dst[p, 0..8) = the 8 largest of partition p's elements, descending
+  kFindIndex8,       // dst[p, j] = index of vals[p, j] among partition p's data elements
+  kBnStats,          // dst[p] = (count, mean, variance * count) of p's even-, then odd-indexed elements
+  kBnAggr,           // dst[p] = (mean, variance) of the (count, mean, variance * count) triples p holds
 };
 
 enum class AluOp : uint8_t {

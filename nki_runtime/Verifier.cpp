@@ -23,7 +23,8 @@ std::string_view memoryName(Memory memory) {
 std::string_view opcodeName(Opcode opcode) {
   static constexpr std::string_view kNames[] = {
       "dma_copy", "nc_matmul", "nc_transpose", "tensor_tensor", "tensor_scalar", "activation",
-      "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select"};
+      "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select",
+      "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr"};
   return kNames[static_cast<int>(opcode)];
 }
 
@@ -220,7 +221,52 @@ class Checker {
       if (in.reduce_axes >= data.rank) fail(i, "cannot reduce the partition axis (use tensor_partition_reduce)");
       return;
     }
+    if (checkSummary(i, in)) return;
+    if (in.opcode == Opcode::kScalarTensorTensor && tensor(in.inputs[0]).memory == Memory::kPsum &&
+        tensor(in.inputs[1]).memory == Memory::kPsum) {
+      fail(i, "data and the tensor operand cannot both be in PSUM");
+    }
     for (std::size_t k = 0; k < in.inputs.size(); ++k) requireSameShape(i, in.inputs[k], in.dst, "an input");
+  }
+
+  static int64_t perPartition(const Access& access) { return access.elements() / access.sizes[0]; }
+
+  // Instructions that summarise each partition's data in a fixed number of values: false for the others.
+  bool checkSummary(int i, const Instruction& in) {
+    int64_t values = 0, fewest = 1, most = 0;  // most 0: no limit
+    switch (in.opcode) {
+      case Opcode::kMax8:
+      case Opcode::kFindIndex8:
+        values = 8, fewest = 8, most = 16384;
+        break;
+      case Opcode::kBnStats:
+        values = 6, most = 512;  // nl.tile_size.bn_stats_fmax
+        break;
+      case Opcode::kBnAggr:
+        values = 2;
+        break;
+      default:
+        return false;
+    }
+    if (perPartition(in.dst) != values) {
+      fail(i, "dst holds ", values, " values per partition, not ", perPartition(in.dst));
+    }
+    for (const Access& input : in.inputs) {
+      if (input.sizes[0] != in.dst.sizes[0]) fail(i, "an input spans ", input.sizes[0], " partitions, dst ", in.dst.sizes[0]);
+    }
+    const int64_t n = perPartition(in.inputs[0]);
+    if (n < fewest || (most > 0 && n > most)) {
+      fail(i, "reads ", n, " elements per partition; it takes ", fewest, " to ", most > 0 ? most : n);
+    }
+    if (in.opcode == Opcode::kBnAggr && n % 3 != 0) {
+      fail(i, "reads (count, mean, variance * count) triples: ", n, " elements per partition is not a multiple of 3");
+    }
+    if (in.opcode == Opcode::kFindIndex8) {
+      if (perPartition(in.inputs[1]) != 8) fail(i, "vals holds 8 values per partition, not ", perPartition(in.inputs[1]));
+      const Dtype d = tensor(in.dst).dtype;
+      if (d != Dtype::kUInt32 && d != Dtype::kUInt16) fail(i, "writes indices: dst must be uint32 or uint16, not ", name(d));
+    }
+    return true;
   }
 
   void checkMatmul(int i, const Instruction& in) {

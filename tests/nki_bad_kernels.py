@@ -101,3 +101,16 @@ def gpsimd_reads_psum(x):
     nisa.tensor_copy(dst=tile, src=acc, engine=nisa.engine.gpsimd)
     nl.store(out, value=tile)
     return out
+
+
+@nki.jit
+def bn_stats_too_wide(x):
+    stats = nl.ndarray((x.shape[0], 6), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.bn_stats(stats, nl.load(x))  # x has 600 columns: bn_stats takes at most 512
+
+
+@nki.jit
+def find_index8_into_floats(x):
+    where = nl.ndarray((x.shape[0], 8), dtype=nl.float32, buffer=nl.sbuf)
+    tile = nl.load(x)
+    nisa.nc_find_index8(where, tile, tile[:, 0:8])

@@ -226,3 +226,81 @@ def matmul_blocked(lhsT, rhs):
             nisa.tensor_copy(dst=row_block[:, n * 512:(n + 1) * 512], src=acc)
         nisa.dma_copy(dst=out[m * P:(m + 1) * P, :], src=row_block)
     return out
+
+
+@nki.jit
+def mean_and_variance(x):
+    """Each row's mean and population variance: bn_stats over 512-column chunks, one bn_aggr over them all."""
+    rows, cols = x.shape
+    out = nl.ndarray((rows, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    tile = nl.load(x, dtype=nl.float32)
+    chunks = (cols + nl.tile_size.bn_stats_fmax - 1) // nl.tile_size.bn_stats_fmax
+    stats = nl.ndarray((rows, 6 * chunks), dtype=nl.float32, buffer=nl.sbuf)
+    for c in nl.affine_range(chunks):
+        first = c * nl.tile_size.bn_stats_fmax
+        nisa.bn_stats(stats[:, c * 6:(c + 1) * 6], tile[:, first:min(cols, first + nl.tile_size.bn_stats_fmax)])
+    result = nl.ndarray((rows, 2), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.bn_aggr(result, stats)
+    nl.store(out, value=result)
+    return out
+
+
+@nki.jit
+def top8(x):
+    """Each row's 8 largest values (descending) and where they are: max8, then nc_find_index8."""
+    rows, _ = x.shape
+    values = nl.ndarray((rows, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    indices = nl.ndarray((rows, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    best = nl.ndarray((rows, 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.max8(best, tile)
+    where = nl.ndarray((rows, 8), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.nc_find_index8(where, tile, best)
+    nl.store(values, value=best)
+    nl.store(indices, value=where)
+    return values, indices
+
+
+@nki.jit
+def find_index8(data, vals):
+    out = nl.ndarray((data.shape[0], 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    where = nl.ndarray((data.shape[0], 8), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.nc_find_index8(where, nl.load(data), nl.load(vals))
+    nl.store(out, value=where)
+    return out
+
+
+@nki.jit
+def scaled_residual(x, residual, shift):
+    """(x * 0.5) + residual, and shift[p] - x[p] minus residual: scalar_tensor_tensor both ways round."""
+    first = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    second = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    a, r, s = nl.load(x), nl.load(residual), nl.load(shift)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.scalar_tensor_tensor(t, a, nl.multiply, 0.5, nl.add, r)
+    nl.store(first, value=t)
+    u = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.scalar_tensor_tensor(u, data=a, op0=nl.subtract, operand0=s, reverse0=True, op1=nl.subtract, operand1=r)
+    nl.store(second, value=u)
+    return first, second
+
+
+@beta.jit
+def top8_beta(x):
+    """The beta API's max8 and nc_find_index8, which return their tiles."""
+    values = bnl.ndarray((x.shape[0], 8), dtype=x.dtype, buffer=bnl.shared_hbm)
+    indices = bnl.ndarray((x.shape[0], 8), dtype=bnl.uint32, buffer=bnl.shared_hbm)
+    tile = bnl.load(x)
+    best = bisa.max8(src=tile)
+    bnl.store(values, value=best)
+    bnl.store(indices, value=bisa.nc_find_index8(data=tile, vals=best))
+    return values, indices
+
+
+@nki.jit
+def bn_stats_raw(x):
+    out = nl.ndarray((x.shape[0], 6), dtype=nl.float32, buffer=nl.shared_hbm)
+    stats = nl.ndarray((x.shape[0], 6), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.bn_stats(stats, nl.load(x))
+    nl.store(out, value=stats)
+    return out

@@ -134,7 +134,8 @@ py::dict codes() {
   all["dtype"] = names({"float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2", "int8",
                         "int16", "int32", "uint8", "uint16", "uint32", "bool"});
   all["opcode"] = names({"dma_copy", "nc_matmul", "nc_transpose", "tensor_tensor", "tensor_scalar", "activation",
-                         "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select"});
+                         "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select",
+                         "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr"});
   all["alu"] = names({"bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod",
                       "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
                       "logical_or", "logical_xor", "abs_max"});

@@ -101,3 +101,34 @@ def tensor_tensor_scan(data0: View, data1: View, initial, op0, op1, reverse0=Fal
 def dma_copy(*, dst: View, src: View, mask=None, **kwargs) -> None:
     isa.dma_copy(dst, src, mask=mask, **kwargs)
 
+
+
+def scalar_tensor_tensor(*, data: View, op0, operand0, op1, operand1, reverse0=False, reverse1=False, dtype=None,
+                         mask=None, **_) -> View:
+    out = _out(data.shape, dtype, data.dtype)
+    isa.scalar_tensor_tensor(out, data, op0, operand0, op1, operand1, reverse0, reverse1, mask=mask)
+    return out
+
+
+def max8(*, src: View, dtype=None, mask=None, **_) -> View:
+    out = _out((src.shape[0], 8), dtype, src.dtype)
+    isa.max8(out, src, mask=mask)
+    return out
+
+
+def nc_find_index8(*, data: View, vals: View, dtype=None, mask=None, **_) -> View:
+    out = _out((data.shape[0], 8), dtype, "uint32")
+    isa.nc_find_index8(out, data, vals, mask=mask)
+    return out
+
+
+def bn_stats(data: View, dtype=None, mask=None, **_) -> View:
+    out = _out((data.shape[0], 6), dtype, data.dtype)
+    isa.bn_stats(out, data, mask=mask)
+    return out
+
+
+def bn_aggr(data: View, dtype=None, mask=None, **_) -> View:
+    out = _out((data.shape[0], 2), dtype, data.dtype)
+    isa.bn_aggr(out, data, mask=mask)
+    return out

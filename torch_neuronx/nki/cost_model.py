@@ -117,7 +117,8 @@ def _overlap(a, b) -> bool:
 def _cycles(ins: dict, names: dict, dtypes: List[str]) -> float:
     opcode, engine = names["opcode"][ins["opcode"]], names["engine"][ins["engine"]]
     dst = ins["dst"]
-    n = _per_partition(ins["inputs"][0] if opcode == "tensor_reduce" else dst)
+    summarises = opcode in ("tensor_reduce", "max8", "nc_find_index8", "bn_stats", "bn_aggr")
+    n = _per_partition(ins["inputs"][0] if summarises else dst)
     if opcode == "nc_matmul":
         stationary, moving = ins["inputs"]
         cycles = max(min(MATMUL_MIN_CYCLES, stationary[2][1]), moving[2][1])
@@ -127,7 +128,7 @@ def _cycles(ins: dict, names: dict, dtypes: List[str]) -> float:
         return max(partitions, min(MATMUL_MIN_CYCLES, free))
     if engine == "gpsimd":
         return GPSIMD_START_CYCLES + n
-    if opcode in ("tensor_tensor", "tensor_tensor_scan", "select"):
+    if opcode in ("tensor_tensor", "tensor_tensor_scan", "select", "scalar_tensor_tensor"):
         return max(ENGINE_MIN_CYCLES, 2 * n)
     if opcode == "activation" and engine == "vector" and names["function"][ins["function"]] == "reciprocal":
         return max(ENGINE_MIN_CYCLES, RECIPROCAL_FACTOR * n)

@@ -186,3 +186,38 @@ def tensor_tensor_scan(dst: View, data0: View, data1: View, initial, op0, op1, r
 
 def select(dst: View, predicate: View, on_true: View, on_false: View, mask=None, **_) -> None:
     _emit("select", "vector", dst, (predicate, on_true, on_false), mask)
+
+
+def scalar_tensor_tensor(dst: View, data: View, op0, operand0, op1, operand1: View, reverse0: bool = False,
+                         reverse1: bool = False, mask=None, **_) -> None:
+    """dst = (data op0 operand0) op1 operand1: operand0 a scalar or a [partitions, 1] vector, operand1 a
+    tile of data's shape (operands swap sides with reverse0 / reverse1)."""
+    if not isinstance(operand1, View):
+        raise current().error("scalar_tensor_tensor: operand1 is a tile of data's shape")
+    inputs = [data, operand1]
+    first = _operand(operand0, inputs, data)
+    _emit("scalar_tensor_tensor", "vector", dst, inputs, mask, op0=alu_of(op0), operand0=first, op1=alu_of(op1),
+          reverse0=reverse0, reverse1=reverse1)
+
+
+def max8(dst: View, src: View, mask=None, **_) -> None:
+    """dst[p, :8] = the 8 largest values of partition p of src, in descending order."""
+    _emit("max8", "vector", dst, (src,), mask)
+
+
+def nc_find_index8(dst: View, data: View, vals: View, mask=None, **_) -> None:
+    """dst[p, j] = the index (within partition p of data, free axes flattened) of vals[p, j]'s first
+    occurrence; a value repeated in vals takes the next occurrence; a value not found gets all ones."""
+    _emit("nc_find_index8", "vector", dst, (data, vals), mask)
+
+
+def bn_stats(dst: View, data: View, mask=None, **_) -> None:
+    """dst[p, :6] = (count, mean, variance * count) of partition p's even-indexed elements, then of its
+    odd-indexed ones: the input of bn_aggr (at most nl.tile_size.bn_stats_fmax elements per partition)."""
+    _emit("bn_stats", "vector", dst, (data,), mask)
+
+
+def bn_aggr(dst: View, data: View, mask=None, **_) -> None:
+    """dst[p, :2] = (mean, population variance) of the (count, mean, variance * count) triples in
+    partition p of data, the outputs of one or more bn_stats."""
+    _emit("bn_aggr", "vector", dst, (data,), mask)

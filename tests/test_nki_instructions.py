@@ -1,0 +1,78 @@
+"""NKI instructions beyond the tutorials' (statistics, top-8 search, scalar_tensor_tensor), each against torch."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import nki_bad_kernels as bad  # noqa: E402
+import nki_kernels as k  # noqa: E402
+from torch_neuronx.nki import NkiError
+
+ALL_ONES = 0xFFFFFFFF
+
+
+def neuron(t: torch.Tensor) -> torch.Tensor:
+    return t.to("neuron")
+
+
+@pytest.mark.parametrize("cols", [7, 512, 1300])
+def test_bn_stats_and_bn_aggr_give_mean_and_population_variance(cols):
+    torch.manual_seed(cols)
+    x = torch.randn(96, cols) * 3 + 1.5
+    out = k.mean_and_variance(neuron(x)).cpu()
+    torch.testing.assert_close(out[:, 0], x.mean(1), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(out[:, 1], x.var(1, unbiased=False), rtol=1e-5, atol=1e-5)
+
+
+def test_bn_stats_splits_even_and_odd_elements():
+    x = torch.tensor([[1.0, 10.0, 3.0, 20.0, 5.0], [2.0, 4.0, 2.0, 4.0, 2.0]])  # even: 1, 3, 5; odd: 10, 20
+    stats = k.bn_stats_raw(neuron(x)).cpu()
+    # (count, mean, variance * count) of the even-indexed elements, then of the odd-indexed ones.
+    assert stats.tolist() == [[3.0, 3.0, 8.0, 2.0, 15.0, 50.0], [3.0, 2.0, 0.0, 2.0, 4.0, 0.0]]
+    out = k.mean_and_variance(neuron(x)).cpu()
+    torch.testing.assert_close(out, torch.stack([x.mean(1), x.var(1, unbiased=False)], 1), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_max8_and_find_index8_are_topk(dtype):
+    torch.manual_seed(3)
+    # Distinct integers in each row, exact in bf16 as in fp32: no ties for the order to depend on.
+    x = torch.stack([torch.randperm(100) for _ in range(128)]).to(torch.float32).sub(50).to(dtype)
+    values, indices = k.top8(neuron(x))
+    expected = torch.topk(x.float(), 8, dim=1)
+    assert torch.equal(values.cpu().float(), expected.values)
+    assert indices.dtype == torch.uint32
+    assert torch.equal(indices.cpu().to(torch.int64), expected.indices)
+
+
+def test_beta_api_top8():
+    x = torch.randn(16, 40)
+    values, indices = k.top8_beta(neuron(x))
+    expected = torch.topk(x, 8, dim=1)
+    assert torch.equal(values.cpu(), expected.values)
+    assert torch.equal(indices.cpu().to(torch.int64), expected.indices)
+
+
+def test_find_index8_repeated_and_missing_values():
+    data = torch.tensor([[5.0, 7.0, 5.0, 1.0, 5.0, 2.0, 3.0, 4.0, 9.0]])
+    vals = torch.tensor([[5.0, 5.0, 7.0, 5.0, 5.0, 42.0, 9.0, 1.0]])
+    out = k.find_index8(neuron(data), neuron(vals)).cpu().to(torch.int64)
+    # Repeats of 5 take its successive occurrences (0, 2, 4), a fourth finds none; 42 is not there.
+    assert out.tolist() == [[0, 2, 1, 4, ALL_ONES, ALL_ONES, 8, 3]]
+
+
+def test_scalar_tensor_tensor_both_ways_round():
+    torch.manual_seed(4)
+    x, residual, shift = torch.randn(128, 64), torch.randn(128, 64), torch.randn(128, 1)
+    first, second = k.scaled_residual(neuron(x), neuron(residual), neuron(shift))
+    torch.testing.assert_close(first.cpu(), x * 0.5 + residual, rtol=0, atol=0)
+    torch.testing.assert_close(second.cpu(), (shift - x) - residual, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("kernel, shape, message", [
+    (bad.bn_stats_too_wide, (128, 600), "reads 600 elements per partition; it takes 1 to 512"),
+    (bad.find_index8_into_floats, (128, 16), "dst must be uint32 or uint16"),
+])
+def test_instruction_limits(kernel, shape, message):
+    with pytest.raises(NkiError, match=message):
+        kernel(neuron(torch.randn(*shape)))
