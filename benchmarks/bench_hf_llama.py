@@ -72,12 +72,18 @@ def decode_rows(models, dtype_name: str, bandwidth: float) -> list[Row]:
             one_sequence = per_token[NEURON]
             param_bytes = sum(p.numel() * p.element_size() for p in models[NEURON].parameters())
             floor = param_bytes / bandwidth
+            embedding = models[NEURON].get_input_embeddings().weight
+            embedding_bytes = embedding.numel() * embedding.element_size()
             rows.append(Row(f"Llama-125M decode {dtype_name} batch 1, fraction of read-bandwidth floor "
                             f"({fmt_time(floor)}/token)", f"{floor / per_token['cpu'] * 100:.0f}%",
                             f"{floor / per_token[NEURON] * 100:.0f}%", floor / per_token[NEURON], "fraction",
                             FLOOR_TARGET[dtype_name], percent=True, noise=common.ratio_noise(res[NEURON]),
                             note=f"floor = {param_bytes / 2**20:.0f} MiB of weights / read bandwidth "
-                                 f"{bandwidth / 1e9:.1f} GB/s (sum of 1 GiB on all cores)"))
+                                 f"{bandwidth / 1e9:.1f} GB/s (the faster of sum and mv over 1 GiB on all cores); "
+                                 f"the input embedding ({embedding_bytes / 2**20:.0f} MiB) counts, as the project "
+                                 f"issue defines the floor, although a token reads one row of it: without it the "
+                                 f"floor is {fmt_time((param_bytes - embedding_bytes) / bandwidth)}, and neuron "
+                                 f"reaches {(param_bytes - embedding_bytes) / bandwidth / per_token[NEURON] * 100:.0f}%"))
         else:
             rows.append(Row(f"Llama-125M decode {dtype_name} batch {batch}, neuron step against batch 1",
                             fmt_time(one_sequence), fmt_time(per_token[NEURON]), per_token[NEURON] / one_sequence,

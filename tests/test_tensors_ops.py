@@ -169,7 +169,8 @@ def test_matmul_family():
 @pytest.mark.parametrize("rows,cols", [(1, 7), (5, 768), (768, 768), (2048, 768), (768, 2048), (32000, 768),
                                        (1001, 33), (3, 2049)])
 def test_one_row_linear_bf16(rows, cols):
-    """Decode's one-row bf16 products (the device's own GEMV, split across cores) against an fp32 CPU product."""
+    """Decode's one-row bf16 products (the streamed few-row kernel with one row, split across cores) against an fp32
+    CPU product."""
     g = torch.Generator().manual_seed(rows * 7 + cols)
     w = torch.randn(rows, cols, generator=g).to(torch.bfloat16)
     x = torch.randn(1, cols, generator=g).to(torch.bfloat16)

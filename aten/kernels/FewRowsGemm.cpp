@@ -33,6 +33,25 @@ __attribute__((target("avx2"))) inline float horizontalSum(__m256 v) {
   return _mm_cvtss_f32(_mm_hadd_ps(half, half));
 }
 
+// Prefetches the next block of weight rows (the W rows after these) at the place this block reads
+// its own: at 4-8 left rows the product runs compute-bound stretches during which the hardware
+// prefetchers alone fall behind the memory (8 fp32 rows on AVX-512: 67 -> 53 ms over 1.2 GB).
+template <int W, int kStepBytes>
+class NextBlock {
+ public:
+  NextBlock(const void* first_row, int64_t row_bytes)
+      : next_(static_cast<const char*>(first_row) + W * row_bytes), row_bytes_(row_bytes) {}
+  void step() {
+#pragma GCC unroll 4
+    for (int i = 0; i < W; ++i) _mm_prefetch(next_ + i * row_bytes_, _MM_HINT_T0);
+    next_ += kStepBytes;
+  }
+
+ private:
+  const char* next_;
+  int64_t row_bytes_;
+};
+
 template <int W, int R, typename T>
 void scalarTail(const T* const* w, const float* x, int64_t K, int64_t k, float* dots) {
   for (int i = 0; i < W; ++i) {
@@ -49,7 +68,9 @@ __attribute__((target("avx512f"))) void blockAvx512(const T* const* w, const voi
 #pragma GCC unroll 32
   for (int a = 0; a < W * R; ++a) acc[a / R][a % R] = _mm512_setzero_ps();
   int64_t k = 0;
+  NextBlock<W, 16 * sizeof(T)> next(w[0], K * sizeof(T));
   for (; k + 16 <= K; k += 16) {
+    next.step();
     __m512 v[W];
 #pragma GCC unroll 4
     for (int i = 0; i < W; ++i) v[i] = load16(w[i] + k);
@@ -71,7 +92,9 @@ __attribute__((target("avx2,fma"))) void blockAvx2(const T* const* w, const void
 #pragma GCC unroll 16
   for (int a = 0; a < W * R; ++a) acc[a / R][a % R] = _mm256_setzero_ps();
   int64_t k = 0;
+  NextBlock<W, 8 * sizeof(T)> next(w[0], K * sizeof(T));
   for (; k + 8 <= K; k += 8) {
+    next.step();
     __m256 v[W];
 #pragma GCC unroll 4
     for (int i = 0; i < W; ++i) v[i] = load8(w[i] + k);
@@ -87,7 +110,7 @@ __attribute__((target("avx2,fma"))) void blockAvx2(const T* const* w, const void
 }
 
 // bf16 weights and bf16 left rows with AVX512-BF16: 32 exact products summed
-// into the fp32 lanes per instruction, as Bf16Gemv does for one row. The left
+// into the fp32 lanes per instruction. The left
 // rows stay bf16 (half the bytes to load); K must be a multiple of 32.
 template <int W, int R>
 __attribute__((target("avx512f,avx512bf16"))) void blockBf16Pairs(const c10::BFloat16* const* w, const void* left,
@@ -96,7 +119,9 @@ __attribute__((target("avx512f,avx512bf16"))) void blockBf16Pairs(const c10::BFl
   __m512 acc[W][R];
 #pragma GCC unroll 32
   for (int a = 0; a < W * R; ++a) acc[a / R][a % R] = _mm512_setzero_ps();
+  NextBlock<W, 64> next(w[0], K * 2);
   for (int64_t k = 0; k < K; k += 32) {
+    next.step();
     __m512bh v[W];
 #pragma GCC unroll 4
     for (int i = 0; i < W; ++i) v[i] = (__m512bh)_mm512_loadu_si512(w[i] + k);

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "aten/kernels/AmxBf16.h"
-#include "aten/kernels/Bf16Gemv.h"
 #include "aten/kernels/FewRowsGemm.h"
 #include "aten/kernels/RowTimesMatrix.h"
 
@@ -16,7 +15,7 @@ namespace torch_neuronx {
 namespace {
 
 // The kernel that computes a decode-shaped product, chosen once from the shapes.
-enum class DecodeKernel { kNone, kBf16Gemv, kAmxBf16, kFewRows, kRowsTimesMatrix };
+enum class DecodeKernel { kNone, kAmxBf16, kFewRows, kRowsTimesMatrix };
 
 DecodeKernel chooseKernel(const at::Tensor& left, const at::Tensor& right, const at::Tensor& bias) {
   if (left.dim() != 2 || right.dim() != 2 || left.size(1) != right.size(0) || left.size(0) < 1) {
@@ -33,9 +32,10 @@ DecodeKernel chooseKernel(const at::Tensor& left, const at::Tensor& right, const
   const int64_t rows = left.size(0);
   const bool bf16 = dtype == at::kBFloat16;
   if (right.stride(0) == 1 && right.stride(1) == right.size(0)) {  // W^T of a contiguous weight W [N, K]
-    // One bf16 row: the GEMV is as fast as the tile unit, and runs on every CPU.
-    if (bf16 && rows == 1) return DecodeKernel::kBf16Gemv;
-    if (bf16 && rows <= kAmxRows && left.size(1) % 32 == 0 && hasAmxBf16()) return DecodeKernel::kAmxBf16;
+    // One row gains nothing from the tile unit: the streamed kernel reads the weight as fast.
+    if (bf16 && rows >= 2 && rows <= kAmxRows && left.size(1) % 32 == 0 && hasAmxBf16()) {
+      return DecodeKernel::kAmxBf16;
+    }
     if (rows <= kFewRows && hasFewRowsGemm()) return DecodeKernel::kFewRows;
     return DecodeKernel::kNone;
   }
@@ -57,7 +57,6 @@ void runKernel(DecodeKernel kernel, const at::Tensor& left, const at::Tensor& ri
   const T* matrix = right.const_data_ptr<T>();  // for W^T: W [N, K] starts here, rows K apart
   T* y = out.mutable_data_ptr<T>();
   if constexpr (std::is_same_v<T, c10::BFloat16>) {
-    if (kernel == DecodeKernel::kBf16Gemv) return bf16Gemv(matrix, x, dataOrNull<T>(bias), y, N, K);
     if (kernel == DecodeKernel::kAmxBf16) {
       return amxFewRowsTimesWeight(x, left.stride(0), rows, matrix, dataOrNull<T>(bias), y, N, K);
     }
