@@ -1,5 +1,6 @@
 """Errors are clear Python exceptions, and the device keeps working after them."""
 import json
+import re
 
 import pytest
 import torch
@@ -132,3 +133,37 @@ def test_in_place_broadcast_larger_than_self_raises_as_on_cpu(survivor, inplace)
         with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
             inplace(a, b)
         assert a.shape == (3,) and a.tolist() == [1.0, 1.0, 1.0]
+
+
+SPARSE = "sparse layouts (COO, CSR, CSC, BSR, BSC) are not supported"
+STRIDED_ONLY = "neuron supports strided (dense) tensors only"
+QUANTIZED = "neuron does not support PyTorch's quantized tensors"
+
+
+def test_sparse_layouts_are_refused_by_name(survivor):
+    dense = torch.tensor([[0.0, 2.0], [3.0, 0.0]])
+    coo = dense.to_sparse()
+    with pytest.raises(NotImplementedError, match=re.escape(SPARSE)):
+        coo.to("neuron")
+    with pytest.raises(NotImplementedError, match=re.escape(STRIDED_ONLY)):
+        dense.to("neuron").to_sparse()
+    with pytest.raises(NotImplementedError, match="sparse layouts"):
+        torch.sparse_coo_tensor(torch.tensor([[0], [1]]), torch.tensor([1.0]), (2, 2), device="neuron")
+    # torch moves a CSR tensor's three dense parts without asking the device; what is done with it raises.
+    csr = dense.to_sparse_csr().to("neuron")
+    for use in (lambda: csr.to_dense(), lambda: csr @ torch.ones(2, 2, device="neuron"), lambda: repr(csr)):
+        with pytest.raises(NotImplementedError, match="sparse layouts"):
+            use()
+    assert torch.equal(coo.to_dense(), dense)  # the CPU originals are untouched
+
+
+def test_quantized_tensors_are_refused_by_name(survivor):
+    x = torch.randn(4, 4)
+    with pytest.raises(NotImplementedError, match=QUANTIZED):
+        torch.quantize_per_tensor(x.to("neuron"), 0.1, 0, torch.quint8)
+    q = torch.quantize_per_tensor(x, 0.1, 0, torch.qint8)
+    with pytest.raises(NotImplementedError, match=QUANTIZED):
+        q.to("neuron")
+    with pytest.raises(NotImplementedError, match=QUANTIZED):
+        torch.empty(3, dtype=torch.quint8, device="neuron")
+    torch.testing.assert_close(q.dequantize(), x, atol=0.05, rtol=0)

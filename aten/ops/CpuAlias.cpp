@@ -32,8 +32,12 @@ at::Tensor fromCpuResult(const at::Tensor& result, c10::DeviceIndex device,
                          c10::ArrayRef<std::pair<at::Tensor, at::Tensor>> alias_of_input) {
   if (!result.defined()) return result;
   TORCH_CHECK(result.device().is_cpu(), "internal error: expected a CPU kernel result, got ", result.device());
-  TORCH_CHECK(result.layout() == c10::kStrided, "neuron tensors are strided; the kernel returned layout ",
-              result.layout());
+  TORCH_CHECK_NOT_IMPLEMENTED(result.layout() == c10::kStrided,
+                              "neuron supports strided (dense) tensors only; the operator would return layout ",
+                              result.layout(), ". Keep sparse tensors on the CPU, or call .to_dense() first.");
+  TORCH_CHECK_NOT_IMPLEMENTED(!result.is_quantized(), "neuron does not support PyTorch's quantized tensors; the "
+                              "operator would return one of ", result.scalar_type(), ". Use int8 or float8 tensors "
+                              "with explicit scales, or keep quantized tensors on the CPU.");
   const c10::StorageImpl* result_storage = result.storage().unsafeGetStorageImpl();
   for (const auto& [input, alias] : alias_of_input) {
     if (alias.defined() && alias.storage().unsafeGetStorageImpl() == result_storage) {
