@@ -2,12 +2,26 @@
 
 #include <ATen/ATen.h>
 
+#include "distributed/Agreement.h"
+
 namespace torch_neuronx::distributed {
 
 void checkSameKind(const at::Tensor& t, const at::Tensor& reference, int64_t numel, const char* what) {
   TORCH_CHECK(t.scalar_type() == reference.scalar_type(), what, ": expected dtype ", reference.scalar_type(),
               ", got ", t.scalar_type());
   TORCH_CHECK(t.numel() == numel, what, ": expected ", numel, " elements, got ", t.numel());
+}
+
+void checkReducible(at::ScalarType dtype, c10d::ReduceOp::RedOpType op) {
+  using RedOp = c10d::ReduceOp::RedOpType;
+  const bool bitwise = op == RedOp::BAND || op == RedOp::BOR || op == RedOp::BXOR;
+  TORCH_CHECK(op != RedOp::PREMUL_SUM && op <= RedOp::BXOR, "the neuron process group does not support ReduceOp ",
+              reduceOpName(op));
+  TORCH_CHECK(!bitwise || at::isIntegralType(dtype, /*includeBool=*/true), "ReduceOp ", reduceOpName(op),
+              " needs an integer or bool tensor, got ", dtype);
+  TORCH_CHECK(!(op == RedOp::AVG && dtype == at::kBool), "ReduceOp AVG is not defined for bool tensors");
+  TORCH_CHECK(!at::isComplexType(dtype) || op == RedOp::SUM || op == RedOp::AVG || op == RedOp::PRODUCT,
+              "ReduceOp ", reduceOpName(op), " is not defined for complex tensors");
 }
 
 void checkRoot(int64_t root, int size, const char* what) {

@@ -16,6 +16,8 @@ namespace torch_neuronx::distributed {
 // Argument checks for a group of `size` ranks; they raise on the calling thread.
 void checkSameKind(const at::Tensor& t, const at::Tensor& reference, int64_t numel, const char* what);
 void checkRoot(int64_t root, int size, const char* what);
+// A reduction (PREMUL_SUM already turned into SUM by reductionOf) the groups can run on `dtype`.
+void checkReducible(at::ScalarType dtype, c10d::ReduceOp::RedOpType op);
 // A send's destination or a recv's source: another rank of the group.
 void checkPeer(int peer, int rank, int size, const char* what);
 void checkAllgather(const std::vector<std::vector<at::Tensor>>& outputs, const std::vector<at::Tensor>& inputs,

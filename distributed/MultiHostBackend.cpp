@@ -2,10 +2,12 @@
 
 #include <ATen/ATen.h>
 
+#include <cstring>
 #include <numeric>
 #include <optional>
 #include <type_traits>
 
+#include "distributed/Agreement.h"
 #include "distributed/CollectiveArgs.h"
 #include "distributed/HostBuffer.h"
 #include "distributed/NeuronWork.h"
@@ -18,8 +20,8 @@ using Millis = std::chrono::milliseconds;
 
 // A reduction Gloo runs: PREMUL_SUM scales inputs first, AVG divides the sum afterwards.
 struct GlooReduction {
-  Reduction reduction;
-  bool average;
+  Reduction reduction{c10d::ReduceOp::SUM, std::nullopt};
+  bool average = false;
 };
 
 GlooReduction glooReduction(const c10d::ReduceOp& reduce_op, at::ScalarType dtype) {
@@ -27,6 +29,12 @@ GlooReduction glooReduction(const c10d::ReduceOp& reduce_op, at::ScalarType dtyp
   const bool avg = reduction.op == c10d::ReduceOp::AVG;
   if (avg) reduction.op = c10d::ReduceOp::SUM;
   return {reduction, avg};
+}
+
+// glooReduction after the checks NeuronBackend makes of a reduction, so that both refuse the same ones.
+GlooReduction checkedReduction(const c10d::ReduceOp& reduce_op, at::ScalarType dtype) {
+  checkReducible(dtype, reductionOf(reduce_op, dtype).op);
+  return glooReduction(reduce_op, dtype);
 }
 
 void finish(const GlooReduction& how, const at::Tensor& sum, int size) {
@@ -146,6 +154,49 @@ void reduceScatterOne(const Layout& layout, const at::Tensor& output, const at::
   out.writeBack();
 }
 
+
+// What a rank states about a collective: op, dtype, root, reduction and the elements of `tensors`.
+StepDescriptor signature(c10d::OpType op, const std::vector<at::Tensor>& tensors, int64_t root = -1,
+                         int reduce = -1) {
+  StepDescriptor d{static_cast<int32_t>(op), static_cast<int32_t>(tensors.empty() ? at::kFloat : tensors[0].scalar_type()),
+                   static_cast<int32_t>(root), reduce, 0, tensors.size() > 1 ? static_cast<int64_t>(tensors.size()) : 0};
+  for (const auto& t : tensors) d.numel += t.numel();
+  return d;
+}
+
+// all_to_all's pieces may differ in length between ranks: the ranks agree on the op and dtype.
+StepDescriptor unsizedSignature(c10d::OpType op, at::ScalarType dtype) {
+  return StepDescriptor{static_cast<int32_t>(op), static_cast<int32_t>(dtype), -1, -1, 0, 0};
+}
+
+// One rank's statement on the wire: its descriptor, then the reason of a refusal.
+constexpr size_t kStatementBytes = 512;
+static_assert(sizeof(StepDescriptor) < kStatementBytes);
+
+// Every rank's statement through one all_gather over all ranks, then the check NeuronBackend runs.
+void agree(const Layout& layout, const StepDescriptor& mine, const std::string& reason, Millis timeout) {
+  at::Tensor statement = at::zeros({static_cast<int64_t>(kStatementBytes)}, at::kByte);
+  std::memcpy(statement.data_ptr(), &mine, sizeof(StepDescriptor));
+  const size_t reason_bytes = std::min(reason.size(), kStatementBytes - sizeof(StepDescriptor));
+  std::memcpy(statement.data_ptr<uint8_t>() + sizeof(StepDescriptor), reason.data(), reason_bytes);
+  std::vector<std::vector<at::Tensor>> all{std::vector<at::Tensor>(layout.size)};
+  for (auto& t : all[0]) t = at::empty_like(statement);
+  std::vector<at::Tensor> in{statement};
+  layout.groups.all->allgather(all, in, allgatherOptions(timeout))->wait();
+  std::vector<StepDescriptor> descriptors(layout.size);
+  std::vector<std::string> reasons(layout.size);
+  for (int r = 0; r < layout.size; ++r) {
+    const uint8_t* bytes = all[0][r].data_ptr<uint8_t>();
+    std::memcpy(&descriptors[r], bytes, sizeof(StepDescriptor));
+    if (descriptors[r].count == kAbandoned) {
+      const char* text = reinterpret_cast<const char*>(bytes + sizeof(StepDescriptor));
+      reasons[r] = std::string(text, strnlen(text, kStatementBytes - sizeof(StepDescriptor)));
+    }
+  }
+  const std::optional<std::string> error = disagreement(mine, descriptors, reasons);
+  TORCH_CHECK(!error, *error);
+}
+
 }  // namespace
 
 int MultiHostBackend::Layout::localRank(int global) const {
@@ -171,12 +222,31 @@ c10::intrusive_ptr<c10d::Backend::Options> MultiHostBackend::getBackendOptions()
   return c10::make_intrusive<Options>("neuron", timeout_);
 }
 
+template <typename Check>
+void MultiHostBackend::validate(c10d::OpType op, Check check) {
+  try {
+    check();
+  } catch (const c10::Error& e) {
+    const std::string why = e.what_without_backtrace();
+    StepDescriptor refused{static_cast<int32_t>(op), 0, -1, -1, static_cast<int64_t>(why.size()), kAbandoned};
+    queue_.submit([layout = layout_, refused, why, timeout = timeout_] {
+      try {
+        agree(*layout, refused, why, timeout);
+      } catch (...) {
+        // The group is broken or the peers never came: their own calls report it.
+      }
+    });
+    throw;
+  }
+}
+
 template <typename Body>
-c10::intrusive_ptr<c10d::Work> MultiHostBackend::run(c10d::OpType op, std::chrono::milliseconds timeout,
+c10::intrusive_ptr<c10d::Work> MultiHostBackend::run(const StepDescriptor& mine, std::chrono::milliseconds timeout,
                                                      std::vector<at::Tensor> outputs, Body body) {
   if (timeout == c10d::kUnsetTimeout) timeout = timeout_;
-  return NeuronWork::enqueue(queue_, getRank(), op, std::move(outputs),
-                             [layout = layout_, timeout, body = std::move(body)]() mutable -> int {
+  return NeuronWork::enqueue(queue_, getRank(), static_cast<c10d::OpType>(mine.op), std::move(outputs),
+                             [layout = layout_, mine, timeout, body = std::move(body)]() mutable -> int {
+                               agree(*layout, mine, "", timeout);
                                if constexpr (std::is_void_v<std::invoke_result_t<Body&, const Layout&, Millis>>) {
                                  body(*layout, timeout);
                                  return -1;
@@ -188,8 +258,8 @@ c10::intrusive_ptr<c10d::Work> MultiHostBackend::run(c10d::OpType op, std::chron
 
 c10::intrusive_ptr<c10d::Work> MultiHostBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                            const c10d::BroadcastOptions& opts) {
-  checkRoot(opts.rootRank, getSize(), "broadcast");
-  return run(c10d::OpType::BROADCAST, opts.timeout, tensors,
+  validate(c10d::OpType::BROADCAST, [&] { checkRoot(opts.rootRank, getSize(), "broadcast"); });
+  return run(signature(c10d::OpType::BROADCAST, tensors, opts.rootRank), opts.timeout, tensors,
              [tensors, root = static_cast<int>(opts.rootRank)](const Layout& layout, Millis timeout) {
                for (const auto& t : tensors) broadcastHierarchical(layout, t, root, timeout);
              });
@@ -197,16 +267,19 @@ c10::intrusive_ptr<c10d::Work> MultiHostBackend::broadcast(std::vector<at::Tenso
 
 c10::intrusive_ptr<c10d::Work> MultiHostBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                            const c10d::AllreduceOptions& opts) {
-  const GlooReduction how = glooReduction(opts.reduceOp, dtypeOf(tensors));
-  return run(c10d::OpType::ALLREDUCE, opts.timeout, tensors, [tensors, how](const Layout& layout, Millis timeout) {
+  GlooReduction how;
+  validate(c10d::OpType::ALLREDUCE, [&] { how = checkedReduction(opts.reduceOp, dtypeOf(tensors)); });
+  return run(signature(c10d::OpType::ALLREDUCE, tensors, -1, opts.reduceOp.op_), opts.timeout, tensors,
+             [tensors, how](const Layout& layout, Millis timeout) {
     for (const auto& t : tensors) allreduceHierarchical(layout, t, how, timeout);
   });
 }
 
 c10::intrusive_ptr<c10d::Work> MultiHostBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                      const c10d::AllreduceCoalescedOptions& opts) {
-  const GlooReduction how = glooReduction(opts.reduceOp, dtypeOf(tensors));
-  return run(c10d::OpType::ALLREDUCE_COALESCED, opts.timeout, tensors,
+  GlooReduction how;
+  validate(c10d::OpType::ALLREDUCE_COALESCED, [&] { how = checkedReduction(opts.reduceOp, dtypeOf(tensors)); });
+  return run(signature(c10d::OpType::ALLREDUCE_COALESCED, tensors, -1, opts.reduceOp.op_), opts.timeout, tensors,
              [tensors, how](const Layout& layout, Millis timeout) {
                for (const auto& t : tensors) allreduceHierarchical(layout, t, how, timeout);
              });
@@ -215,8 +288,8 @@ c10::intrusive_ptr<c10d::Work> MultiHostBackend::allreduce_coalesced(std::vector
 c10::intrusive_ptr<c10d::Work> MultiHostBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                            std::vector<at::Tensor>& inputs,
                                                            const c10d::AllgatherOptions& opts) {
-  checkAllgather(outputs, inputs, getSize());
-  return run(c10d::OpType::ALLGATHER, opts.timeout, outputs[0],
+  validate(c10d::OpType::ALLGATHER, [&] { checkAllgather(outputs, inputs, getSize()); });
+  return run(signature(c10d::OpType::ALLGATHER, inputs), opts.timeout, outputs[0],
              [input = inputs[0], outputs = outputs[0]](const Layout& layout, Millis timeout) {
                HostBuffer in(input);
                std::vector<HostBuffer> outs(outputs.begin(), outputs.end());
@@ -229,17 +302,21 @@ c10::intrusive_ptr<c10d::Work> MultiHostBackend::allgather(std::vector<std::vect
 
 c10::intrusive_ptr<c10d::Work> MultiHostBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                  const c10d::AllgatherOptions& opts) {
-  checkSameKind(output, input, input.numel() * getSize(), "all_gather_into_tensor output");
-  return run(c10d::OpType::_ALLGATHER_BASE, opts.timeout, {output},
+  validate(c10d::OpType::_ALLGATHER_BASE,
+           [&] { checkSameKind(output, input, input.numel() * getSize(), "all_gather_into_tensor output"); });
+  return run(signature(c10d::OpType::_ALLGATHER_BASE, {input}), opts.timeout, {output},
              [input, output](const Layout& layout, Millis timeout) { allgatherOne(layout, output, input, timeout); });
 }
 
 c10::intrusive_ptr<c10d::Work> MultiHostBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
                                                                 std::vector<std::vector<at::Tensor>>& inputs,
                                                                 const c10d::ReduceScatterOptions& opts) {
-  checkReduceScatter(outputs, inputs, getSize());
-  const GlooReduction how = glooReduction(opts.reduceOp, outputs[0].scalar_type());
-  return run(c10d::OpType::REDUCE_SCATTER, opts.timeout, outputs,
+  GlooReduction how;
+  validate(c10d::OpType::REDUCE_SCATTER, [&] {
+    checkReduceScatter(outputs, inputs, getSize());
+    how = checkedReduction(opts.reduceOp, outputs[0].scalar_type());
+  });
+  return run(signature(c10d::OpType::REDUCE_SCATTER, outputs, -1, opts.reduceOp.op_), opts.timeout, outputs,
              [inputs = inputs[0], output = outputs[0], how](const Layout& layout, Millis timeout) {
                std::vector<HostBuffer> ins(inputs.begin(), inputs.end());
                HostBuffer out(output);
@@ -256,9 +333,12 @@ c10::intrusive_ptr<c10d::Work> MultiHostBackend::reduce_scatter(std::vector<at::
 
 c10::intrusive_ptr<c10d::Work> MultiHostBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                       const c10d::ReduceScatterOptions& opts) {
-  checkSameKind(input, output, output.numel() * getSize(), "reduce_scatter_tensor input");
-  const GlooReduction how = glooReduction(opts.reduceOp, output.scalar_type());
-  return run(c10d::OpType::_REDUCE_SCATTER_BASE, opts.timeout, {output},
+  GlooReduction how;
+  validate(c10d::OpType::_REDUCE_SCATTER_BASE, [&] {
+    checkSameKind(input, output, output.numel() * getSize(), "reduce_scatter_tensor input");
+    how = checkedReduction(opts.reduceOp, output.scalar_type());
+  });
+  return run(signature(c10d::OpType::_REDUCE_SCATTER_BASE, {output}, -1, opts.reduceOp.op_), opts.timeout, {output},
              [input, output, how](const Layout& layout, Millis timeout) {
                reduceScatterOne(layout, output, input, how, timeout);
              });
@@ -267,8 +347,9 @@ c10::intrusive_ptr<c10d::Work> MultiHostBackend::_reduce_scatter_base(at::Tensor
 c10::intrusive_ptr<c10d::Work> MultiHostBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                                  std::vector<at::Tensor>& inputs,
                                                                                  const c10d::AllgatherOptions& opts) {
-  checkCoalesced(outputs, inputs, getSize(), "all_gather_into_tensor_coalesced");
-  return run(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, opts.timeout, outputs,
+  validate(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED,
+           [&] { checkCoalesced(outputs, inputs, getSize(), "all_gather_into_tensor_coalesced"); });
+  return run(signature(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, inputs), opts.timeout, outputs,
              [inputs, outputs](const Layout& layout, Millis timeout) {
                for (size_t i = 0; i < inputs.size(); ++i) allgatherOne(layout, outputs[i], inputs[i], timeout);
              });
@@ -276,9 +357,13 @@ c10::intrusive_ptr<c10d::Work> MultiHostBackend::allgather_into_tensor_coalesced
 
 c10::intrusive_ptr<c10d::Work> MultiHostBackend::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
-  checkCoalesced(inputs, outputs, getSize(), "reduce_scatter_tensor_coalesced");
-  const GlooReduction how = glooReduction(opts.reduceOp, dtypeOf(outputs));
-  return run(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, opts.timeout, outputs,
+  GlooReduction how;
+  validate(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, [&] {
+    checkCoalesced(inputs, outputs, getSize(), "reduce_scatter_tensor_coalesced");
+    how = checkedReduction(opts.reduceOp, dtypeOf(outputs));
+  });
+  return run(signature(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, -1, opts.reduceOp.op_), opts.timeout,
+             outputs,
              [inputs, outputs, how](const Layout& layout, Millis timeout) {
                for (size_t i = 0; i < inputs.size(); ++i) reduceScatterOne(layout, outputs[i], inputs[i], how, timeout);
              });
@@ -286,9 +371,12 @@ c10::intrusive_ptr<c10d::Work> MultiHostBackend::reduce_scatter_tensor_coalesced
 
 c10::intrusive_ptr<c10d::Work> MultiHostBackend::reduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::ReduceOptions& opts) {
-  checkRoot(opts.rootRank, getSize(), "reduce");
-  const GlooReduction how = glooReduction(opts.reduceOp, dtypeOf(tensors));
-  return run(c10d::OpType::REDUCE, opts.timeout, tensors,
+  GlooReduction how;
+  validate(c10d::OpType::REDUCE, [&] {
+    checkRoot(opts.rootRank, getSize(), "reduce");
+    how = checkedReduction(opts.reduceOp, dtypeOf(tensors));
+  });
+  return run(signature(c10d::OpType::REDUCE, tensors, opts.rootRank, opts.reduceOp.op_), opts.timeout, tensors,
              [tensors, how, root = opts.rootRank](const Layout& layout, Millis timeout) {
                const bool is_root = layout.rank == root;
                for (const auto& t : tensors) {
@@ -313,9 +401,12 @@ c10::intrusive_ptr<c10d::Work> MultiHostBackend::reduce(std::vector<at::Tensor>&
 c10::intrusive_ptr<c10d::Work> MultiHostBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                         std::vector<at::Tensor>& inputs,
                                                         const c10d::GatherOptions& opts) {
-  checkRoot(opts.rootRank, getSize(), "gather");
-  std::vector<at::Tensor> outs = gatherOutputs(outputs, inputs, getRank() == opts.rootRank, getSize());
-  return run(c10d::OpType::GATHER, opts.timeout, outs,
+  std::vector<at::Tensor> outs;
+  validate(c10d::OpType::GATHER, [&] {
+    checkRoot(opts.rootRank, getSize(), "gather");
+    outs = gatherOutputs(outputs, inputs, getRank() == opts.rootRank, getSize());
+  });
+  return run(signature(c10d::OpType::GATHER, inputs, opts.rootRank), opts.timeout, outs,
              [input = inputs[0], outs, root = opts.rootRank](const Layout& layout, Millis timeout) {
                HostBuffer in(input);
                std::vector<HostBuffer> buffers(outs.begin(), outs.end());
@@ -332,10 +423,12 @@ c10::intrusive_ptr<c10d::Work> MultiHostBackend::gather(std::vector<std::vector<
 
 c10::intrusive_ptr<c10d::Work> MultiHostBackend::gather_into_tensor(at::Tensor& output, at::Tensor& input,
                                                                     const c10d::GatherOptions& opts) {
-  checkRoot(opts.rootRank, getSize(), "gather_single");
   const bool root = getRank() == opts.rootRank;
-  if (root) checkSameKind(output, input, input.numel() * getSize(), "gather_single output");
-  return run(c10d::OpType::GATHER, opts.timeout, {output},
+  validate(c10d::OpType::GATHER, [&] {
+    checkRoot(opts.rootRank, getSize(), "gather_single");
+    if (root) checkSameKind(output, input, input.numel() * getSize(), "gather_single output");
+  });
+  return run(signature(c10d::OpType::GATHER, {input}, opts.rootRank), opts.timeout, {output},
              [input, output, root, root_rank = opts.rootRank](const Layout& layout, Millis timeout) {
                HostBuffer in(input);
                std::optional<HostBuffer> out;
@@ -356,9 +449,12 @@ c10::intrusive_ptr<c10d::Work> MultiHostBackend::gather_into_tensor(at::Tensor& 
 c10::intrusive_ptr<c10d::Work> MultiHostBackend::scatter(std::vector<at::Tensor>& outputs,
                                                          std::vector<std::vector<at::Tensor>>& inputs,
                                                          const c10d::ScatterOptions& opts) {
-  checkRoot(opts.rootRank, getSize(), "scatter");
-  std::vector<at::Tensor> ins = scatterInputs(inputs, outputs, getRank() == opts.rootRank, getSize());
-  return run(c10d::OpType::SCATTER, opts.timeout, outputs,
+  std::vector<at::Tensor> ins;
+  validate(c10d::OpType::SCATTER, [&] {
+    checkRoot(opts.rootRank, getSize(), "scatter");
+    ins = scatterInputs(inputs, outputs, getRank() == opts.rootRank, getSize());
+  });
+  return run(signature(c10d::OpType::SCATTER, outputs, opts.rootRank), opts.timeout, outputs,
              [ins, output = outputs[0], root = opts.rootRank](const Layout& layout, Millis timeout) {
                std::vector<HostBuffer> buffers(ins.begin(), ins.end());
                HostBuffer out(output);
@@ -377,12 +473,15 @@ c10::intrusive_ptr<c10d::Work> MultiHostBackend::alltoall_base(at::Tensor& outpu
                                                                std::vector<int64_t>& output_split_sizes,
                                                                std::vector<int64_t>& input_split_sizes,
                                                                const c10d::AllToAllOptions& opts) {
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "all_to_all_single: input is ", input.scalar_type(),
-              " but output is ", output.scalar_type());
-  // As flat element counts: the transports see 1-D buffers, whose rows are elements.
-  auto out_sizes = splitSizes(output_split_sizes, output, getSize(), "output");
-  auto in_sizes = splitSizes(input_split_sizes, input, getSize(), "input");
-  return run(c10d::OpType::ALLTOALL_BASE, opts.timeout, {output},
+  std::vector<int64_t> out_sizes, in_sizes;
+  validate(c10d::OpType::ALLTOALL_BASE, [&] {
+    TORCH_CHECK(output.scalar_type() == input.scalar_type(), "all_to_all_single: input is ", input.scalar_type(),
+                " but output is ", output.scalar_type());
+    // As flat element counts: the transports see 1-D buffers, whose rows are elements.
+    out_sizes = splitSizes(output_split_sizes, output, getSize(), "output");
+    in_sizes = splitSizes(input_split_sizes, input, getSize(), "input");
+  });
+  return run(unsizedSignature(c10d::OpType::ALLTOALL_BASE, input.scalar_type()), opts.timeout, {output},
              [input, output, in_sizes, out_sizes](const Layout& layout, Millis timeout) {
                HostBuffer in(input);
                HostBuffer out(output);
@@ -400,8 +499,8 @@ c10::intrusive_ptr<c10d::Work> MultiHostBackend::alltoall_base(at::Tensor& outpu
 c10::intrusive_ptr<c10d::Work> MultiHostBackend::alltoall(std::vector<at::Tensor>& outputs,
                                                           std::vector<at::Tensor>& inputs,
                                                           const c10d::AllToAllOptions& opts) {
-  checkAlltoall(outputs, inputs, getSize());
-  return run(c10d::OpType::ALLTOALL, opts.timeout, outputs,
+  validate(c10d::OpType::ALLTOALL, [&] { checkAlltoall(outputs, inputs, getSize()); });
+  return run(unsizedSignature(c10d::OpType::ALLTOALL, dtypeOf(inputs)), opts.timeout, outputs,
              [inputs, outputs](const Layout& layout, Millis timeout) {
                // Gloo's list form needs equal pieces: send them as one buffer with split sizes.
                std::vector<HostBuffer> ins(inputs.begin(), inputs.end());
@@ -491,7 +590,7 @@ c10::intrusive_ptr<c10d::Work> MultiHostBackend::recvAnysource(std::vector<at::T
 }
 
 c10::intrusive_ptr<c10d::Work> MultiHostBackend::barrier(const c10d::BarrierOptions& opts) {
-  return run(c10d::OpType::BARRIER, opts.timeout, {}, [](const Layout& layout, Millis timeout) {
+  return run(signature(c10d::OpType::BARRIER, {}), opts.timeout, {}, [](const Layout& layout, Millis timeout) {
     c10d::BarrierOptions gloo_opts;
     gloo_opts.timeout = timeout;
     layout.groups.all->barrier(gloo_opts)->wait();

@@ -11,7 +11,12 @@
 //
 // Like NeuronBackend, it checks arguments on the calling thread and runs the
 // collective on its own CollectiveQueue, so the same ordering, async and
-// error semantics hold.
+// error semantics hold. Before a collective moves data, the ranks exchange
+// what each is about to do in one small Gloo all_gather and run the check of
+// Agreement.h, the one NeuronBackend's ranks run on their shared-memory slots:
+// different sizes, dtypes, roots or ops on different ranks, or a rank whose
+// arguments were refused, raise the same error on every rank at once instead
+// of leaving ranks on other hosts to wait for the timeout.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -22,6 +27,7 @@
 #include <vector>
 
 #include "distributed/CollectiveQueue.h"
+#include "distributed/ShmTransport.h"
 
 namespace torch_neuronx::distributed {
 
@@ -92,9 +98,13 @@ class MultiHostBackend : public c10d::Backend {
   };
 
  private:
-  // Queues `body(layout, timeout)`; returns its work over `outputs`.
+  // Runs `check()` on the calling thread; when it raises, the other ranks learn
+  // why through the agreement exchange they are about to make, and raise too.
+  template <typename Check>
+  void validate(c10d::OpType op, Check check);
+  // Queues the agreement on `mine`, then `body(layout, timeout)`; returns its work over `outputs`.
   template <typename Body>
-  c10::intrusive_ptr<c10d::Work> run(c10d::OpType op, std::chrono::milliseconds timeout,
+  c10::intrusive_ptr<c10d::Work> run(const StepDescriptor& mine, std::chrono::milliseconds timeout,
                                      std::vector<at::Tensor> outputs, Body body);
 
   // send/recv: the worker posts the Gloo operation, in order with the

@@ -6,29 +6,13 @@
 #include <cstring>
 #include <sstream>
 
+#include "distributed/Agreement.h"
 #include "distributed/CollectiveArgs.h"
 
 namespace torch_neuronx::distributed {
 namespace {
 
 using RedOp = c10d::ReduceOp::RedOpType;
-
-const char* reduceOpName(int op) {
-  static const char* names[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM"};
-  return op >= 0 && op < 9 ? names[op] : "none";
-}
-
-// Rejects before any data moves (an error inside a step would leave peers waiting).
-void checkReducible(at::ScalarType dtype, RedOp op) {
-  const bool bitwise = op == RedOp::BAND || op == RedOp::BOR || op == RedOp::BXOR;
-  TORCH_CHECK(op != RedOp::PREMUL_SUM && op <= RedOp::BXOR, "the neuron process group does not support ReduceOp ",
-              reduceOpName(op));
-  TORCH_CHECK(!bitwise || at::isIntegralType(dtype, /*includeBool=*/true), "ReduceOp ", reduceOpName(op),
-              " needs an integer or bool tensor, got ", dtype);
-  TORCH_CHECK(!(op == RedOp::AVG && dtype == at::kBool), "ReduceOp AVG is not defined for bool tensors");
-  TORCH_CHECK(!at::isComplexType(dtype) || op == RedOp::SUM || op == RedOp::AVG || op == RedOp::PRODUCT,
-              "ReduceOp ", reduceOpName(op), " is not defined for complex tensors");
-}
 
 // acc = acc (op) other. For bool, add and mul are logical or and and.
 void combine(at::Tensor& acc, const at::Tensor& other, RedOp op) {
@@ -65,17 +49,6 @@ void combineInto(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, RedO
 // needs two steps per chunk, which costs more than it saves on small tensors.
 constexpr size_t kSlicedAllreduceBytes = 256 << 10;
 
-std::string describe(const StepDescriptor& d) {
-  std::ostringstream out;
-  out << collectiveName(static_cast<c10d::OpType>(d.op));
-  if (d.op != static_cast<int32_t>(c10d::OpType::BARRIER)) {
-    out << " of " << d.numel << " " << c10::toString(static_cast<at::ScalarType>(d.dtype)) << " elements";
-  }
-  if (d.root >= 0) out << " from root " << d.root;
-  if (d.reduce >= 0) out << " with " << reduceOpName(d.reduce);
-  return out.str();
-}
-
 void copyBytes(void* to, const void* from, size_t bytes) {
   if (to != from && bytes > 0) std::memcpy(to, from, bytes);
 }
@@ -85,30 +58,6 @@ uint8_t* bytesAt(const at::Tensor& t, int64_t element_offset) {
 }
 
 }  // namespace
-
-const char* collectiveName(c10d::OpType op) {
-  switch (op) {
-    case c10d::OpType::BROADCAST: return "broadcast";
-    case c10d::OpType::ALLREDUCE: return "all_reduce";
-    case c10d::OpType::ALLREDUCE_COALESCED: return "all_reduce_coalesced";
-    case c10d::OpType::ALLGATHER: return "all_gather";
-    case c10d::OpType::_ALLGATHER_BASE: return "all_gather_into_tensor";
-    case c10d::OpType::REDUCE_SCATTER: return "reduce_scatter";
-    case c10d::OpType::_REDUCE_SCATTER_BASE: return "reduce_scatter_tensor";
-    case c10d::OpType::REDUCE: return "reduce";
-    case c10d::OpType::GATHER: return "gather";
-    case c10d::OpType::SCATTER: return "scatter";
-    case c10d::OpType::ALLTOALL: return "all_to_all";
-    case c10d::OpType::ALLTOALL_BASE: return "all_to_all_single";
-    case c10d::OpType::SEND: return "send";
-    case c10d::OpType::RECV: return "recv";
-    case c10d::OpType::RECVANYSOURCE: return "recv from any source";
-    case c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED: return "all_gather_into_tensor_coalesced";
-    case c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED: return "reduce_scatter_tensor_coalesced";
-    case c10d::OpType::BARRIER: return "barrier";
-    default: return "collective";
-  }
-}
 
 int64_t ShmCollectives::elementsPerStep(at::ScalarType dtype, int parts) const {
   // Each part starts on a cache line; element sizes divide 64.
@@ -144,33 +93,20 @@ void ShmCollectives::abandon(c10d::OpType op, const std::string& why) {
   step(d, [&](uint8_t* slot) { std::memcpy(slot, why.data(), length); }, [] {});
 }
 
-void ShmCollectives::checkNotAbandoned(const StepDescriptor& mine) {
-  if (mine.count == kAbandoned) return;  // the peers raise; this rank already has
+void ShmCollectives::checkAgreement(const StepDescriptor& mine) {
+  std::vector<StepDescriptor> all;
+  std::vector<std::string> reasons;
   for (int r = 0; r < transport_.size(); ++r) {
     const StepDescriptor& theirs = transport_.descriptor(r);
-    if (theirs.count != kAbandoned) continue;
+    all.push_back(theirs);
     const char* text = reinterpret_cast<const char*>(transport_.data(r));
-    const std::string why(text, static_cast<size_t>(theirs.numel));
-    transport_.endStep();
-    TORCH_CHECK(false, "neuron process group: rank ", r, " raised in its ",
-                collectiveName(static_cast<c10d::OpType>(theirs.op)), " instead of joining this ",
-                collectiveName(static_cast<c10d::OpType>(mine.op)), ": ", why);
+    reasons.emplace_back(theirs.count == kAbandoned ? std::string(text, static_cast<size_t>(theirs.numel)) : "");
   }
-}
-
-void ShmCollectives::checkAgreement(const StepDescriptor& mine) {
-  checkNotAbandoned(mine);
-  if (mine.count == kAbandoned) return;
-  bool agree = true;
-  for (int r = 0; r < transport_.size(); ++r) agree = agree && transport_.descriptor(r) == transport_.descriptor(0);
-  if (agree) return;
-  std::ostringstream message;
-  message << "neuron process group: ranks called mismatched collectives (every rank must pass the same sizes, "
-             "dtypes, root and op):";
-  for (int r = 0; r < transport_.size(); ++r) message << "\n  rank " << r << ": " << describe(transport_.descriptor(r));
+  const std::optional<std::string> error = disagreement(mine, all, reasons);
+  if (!error) return;
   // Every rank saw the same descriptors, so all of them raise here, in step.
   transport_.endStep();
-  TORCH_CHECK(false, message.str());
+  TORCH_CHECK(false, *error);
 }
 
 template <typename Write, typename Read>

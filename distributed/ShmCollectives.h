@@ -60,11 +60,9 @@ class ShmCollectives {
   // reduced slices (a second step). Each slice is reduced once, in rank order,
   // so all ranks get the same bits as the one-step algorithm gives.
   void allreduceSliced(const at::Tensor& buffer, c10d::ReduceOp::RedOpType op, const StepDescriptor& descriptor);
-  // Raises the same error on every rank when the ranks' descriptors differ.
+  // Raises the same error on every rank (but an abandoning one) when the ranks' descriptors differ
+  // or some rank abandoned this step (Agreement.h).
   void checkAgreement(const StepDescriptor& mine);
-  // Raises on every rank but an abandoning one when some rank abandoned this step.
-  void checkNotAbandoned(const StepDescriptor& mine);
-  static constexpr int64_t kAbandoned = -1;  // StepDescriptor::count of an abandoned step
   at::Tensor slotTensor(int rank, size_t byte_offset, int64_t length, at::ScalarType dtype) const;
   // acc = op over ranks, in rank order, of `length` elements at `byte_offset` of every slot.
   void reduceSlots(at::Tensor& acc, size_t byte_offset, int64_t length, c10d::ReduceOp::RedOpType op) const;
@@ -79,8 +77,5 @@ class ShmCollectives {
 
   ShmTransport transport_;
 };
-
-// The user-facing name of a collective ("all_reduce", ...), for messages.
-const char* collectiveName(c10d::OpType op);
 
 }  // namespace torch_neuronx::distributed

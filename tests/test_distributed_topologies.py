@@ -256,9 +256,35 @@ def check_hsdp(rank, dev, layout):
                                    msg=lambda m: f"{name}: {m}")
 
 
+def check_mismatch_raises_everywhere(rank, dev, layout):
+    """A size or dtype that differs on one rank, or arguments one rank refuses, raise on every rank at once with
+    the same message on both layouts (the groups share one check, Agreement.h), and the group stays usable."""
+    import torch.distributed as dist
+
+    start = time.monotonic()
+    sizes = r"(?s)mismatched collectives.*rank 2: all_reduce of 10 Float elements with SUM.*" \
+            r"rank 3: all_reduce of 11 Float elements with SUM"
+    with pytest.raises(RuntimeError, match=sizes):
+        dist.all_reduce(torch.ones(10 + (rank == 3), device=dev))
+    with pytest.raises(RuntimeError, match=r"(?s)mismatched collectives.*rank 2: all_reduce of 10 Double elements"):
+        dist.all_reduce(torch.ones(10, device=dev, dtype=torch.float64 if rank == 2 else torch.float32))
+    refused = "all_gather: expected 4 output tensors, got 3"
+    if rank != 2:
+        refused = "rank 2 raised in its all_gather instead of joining this all_gather: " + refused
+    with pytest.raises(RuntimeError, match=refused):
+        dist.all_gather([torch.empty(3, device=dev) for _ in range(WORLD - (rank == 2))], torch.ones(3, device=dev))
+    with pytest.raises(RuntimeError, match="BAND needs an integer or bool tensor"):
+        dist.all_reduce(torch.ones(2, device=dev), op=dist.ReduceOp.BAND)
+    # Each of the above raised at once, not at the group's 60 s timeout.
+    assert time.monotonic() - start < 20, f"the mistakes took {time.monotonic() - start:.1f} s to raise"
+    t = torch.ones(4, device=dev)
+    dist.all_reduce(t)
+    assert_same(t, torch.full((4,), float(WORLD)), "all_reduce after the mistakes")
+
+
 CHECKS = [check_layout, check_broadcast, check_all_reduce, check_all_gather, check_reduce_scatter,
           check_reduce_gather_scatter, check_all_to_all, check_send_recv_ring, check_objects_and_barrier,
-          check_async, check_ddp, check_subgroup, check_hsdp]
+          check_async, check_mismatch_raises_everywhere, check_ddp, check_subgroup, check_hsdp]
 
 
 # ---------------------------------------------------------------- the launch
