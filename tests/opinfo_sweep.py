@@ -9,6 +9,12 @@ MAX_SAMPLES sample inputs are run three ways:
              twice as large (same values), on both devices (first MAX_VARIANT_SAMPLES)
   out        for ops with supports_out: out= tensors of the CPU result's
              shape/dtype, allocated on the device (first MAX_VARIANT_SAMPLES)
+  out_resize out= tensors with no elements, which the op resizes (first sample)
+  out_cpu    out= tensors on the CPU device with the inputs on neuron: must raise,
+             as CUDA does (first sample with a tensor input of at least one dim)
+  inplace    the op's in-place variant on a copy of the input, results and
+             errors against CPU's (an in-place broadcast larger than self raises
+             on both) (first MAX_VARIANT_SAMPLES)
 
 A check compares the results (moved back to CPU; torch.testing.assert_close with
 equal_nan=True and the dtype's default tolerances) and the argument tensors
@@ -61,6 +67,9 @@ RANDOM_OP_RE = re.compile(
     r"^(rand\w*|normal|bernoulli|multinomial|uniform|exponential|geometric|cauchy|log_normal|poisson"
     r"|(nn\.functional\.)?\w*dropout\w*|nn\.functional\.rrelu|svd_lowrank|pca_lowrank)$"
 )
+# Ops whose out= is Python that computes, then copy_()s into the out tensors: a copy between devices
+# is legal, so CUDA accepts an out= on the CPU for them too (torch.functional.lu).
+OUT_COPIED_IN_PYTHON = {"lu"}
 RANDOM_OP_EXCEPTIONS = {"native_dropout_backward"}  # deterministic: takes the mask as input
 # Ops whose result is (partly) uninitialised memory, beyond OpInfo.has_nondeterministic_output.
 UNINITIALISED_OPS = {"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided",
@@ -358,15 +367,18 @@ def _call(op, struct, out=None):
     return op(inp, *args, **kwargs)
 
 
-def _empty_like_result(result, device):
+def _empty_like_result(result, device, empty=False):
     # Zero-filled rather than empty: some CPU out= kernels read the out tensor
     # before writing all of it (fft.ihfftn with s=), and uninitialised memory
     # would make CPU and neuron differ for reasons that are not the device's.
     torch = _torch()
+    def like(r):
+        return torch.zeros((0,) if empty else r.shape, dtype=r.dtype, device=device)
+
     if isinstance(result, torch.Tensor):
-        return torch.zeros(result.shape, dtype=result.dtype, device=device)
+        return like(result)
     if isinstance(result, (list, tuple)) and result and all(isinstance(r, torch.Tensor) for r in result):
-        return tuple(torch.zeros(r.shape, dtype=r.dtype, device=device) for r in result)
+        return tuple(like(r) for r in result)
     raise SkipSample("out=: result is not a tensor or tuple of tensors")
 
 
@@ -396,13 +408,15 @@ class PairRun:
         torch = _torch()
         op = self.op
         noncontig = kind == "noncontig"
+        with_out = kind in ("out", "out_resize")
+        call = self.op.inplace_variant if kind == "inplace" else op
         try:
             with _Alarm(SAMPLE_TIMEOUT_S):
                 cpu_struct = place_struct(op, struct, "cpu", noncontig)
                 neu_struct = place_struct(op, struct, "neuron", noncontig)
-                if kind == "out":
-                    cpu_out = _empty_like_result(cpu_reference, "cpu")
-                    neu_out = _empty_like_result(cpu_reference, "neuron")
+                if with_out:
+                    cpu_out = _empty_like_result(cpu_reference, "cpu", empty=kind == "out_resize")
+                    neu_out = _empty_like_result(cpu_reference, "neuron", empty=kind == "out_resize")
         except SkipSample as e:
             self.skips[f"{kind}: {e}"] += 1
             return None
@@ -414,7 +428,7 @@ class PairRun:
         cpu_exc = None
         try:
             with _Alarm(SAMPLE_TIMEOUT_S):
-                cpu_result = _call(op, cpu_struct, cpu_out if kind == "out" else None)
+                cpu_result = _call(call, cpu_struct, cpu_out if with_out else None)
         except Exception as e:  # noqa: BLE001  (includes SampleTimeout)
             cpu_exc = e
 
@@ -431,7 +445,7 @@ class PairRun:
         neu_exc = None
         try:
             with _Alarm(SAMPLE_TIMEOUT_S):
-                neu_result = _call(op, neu_struct, neu_out if kind == "out" else None)
+                neu_result = _call(call, neu_struct, neu_out if with_out else None)
         except Exception as e:  # noqa: BLE001
             neu_exc = e
 
@@ -456,7 +470,7 @@ class PairRun:
         try:
             with _Alarm(SAMPLE_TIMEOUT_S):
                 shape_only, tol = bool(self.shape_only), self.tol
-                if kind == "out":
+                if with_out:
                     compare(cpu_out, neu_out, shape_only, "out", tol=tol)
                 else:
                     compare(cpu_result, neu_result, shape_only, tol=tol)
@@ -469,6 +483,41 @@ class PairRun:
             return cpu_result
         self.passed += 1
         return cpu_result
+
+    def run_out_on_cpu(self, index, struct, cpu_reference):
+        """out= on the CPU device while the inputs are neuron tensors: refused, as CUDA refuses it."""
+        if self.op.name in OUT_COPIED_IN_PYTHON:
+            self.skips["out_cpu: out= is a copy_() in Python, legal between devices"] += 1
+            return
+        if not any(t.dim() >= 1 for t in iter_tensors(struct)):
+            self.skips["out_cpu: no input tensor of at least one dimension"] += 1
+            return
+        try:
+            with _Alarm(SAMPLE_TIMEOUT_S):
+                neu_struct = place_struct(self.op, struct, "neuron")
+                cpu_out = _empty_like_result(cpu_reference, "cpu")
+        except SkipSample as e:
+            self.skips[f"out_cpu: {e}"] += 1
+            return
+        except Exception as e:  # noqa: BLE001
+            self.checks += 1
+            self.fail("out_cpu", index, "preparing the sample on neuron: " + _short(e))
+            return
+        if not any(t.device.type == "neuron" for t in iter_tensors(neu_struct)):
+            self.skips["out_cpu: every input stays on the CPU"] += 1
+            return
+        self.checks += 1
+        self.by_kind["out_cpu"] += 1
+        try:
+            with _Alarm(SAMPLE_TIMEOUT_S):
+                _call(self.op, neu_struct, cpu_out)
+        except SampleTimeout:
+            self.fail("out_cpu", index, "timed out")
+            return
+        except Exception:  # noqa: BLE001  refused, as it should be
+            self.passed += 1
+            return
+        self.fail("out_cpu", index, "an out= tensor on the CPU device was accepted for neuron inputs")
 
     def run(self):
         op, dtype = self.op, self.dtype
@@ -494,6 +543,11 @@ class PairRun:
                 self.run_check("noncontig", index, struct)
             if op.supports_out and index < MAX_VARIANT_SAMPLES and cpu_result is not None:
                 self.run_check("out", index, struct, cpu_reference=cpu_result)
+                if index == 0:
+                    self.run_check("out_resize", index, struct, cpu_reference=cpu_result)
+                    self.run_out_on_cpu(index, struct, cpu_result)
+            if op.inplace_variant is not None and index < MAX_VARIANT_SAMPLES and isinstance(struct[0], _torch().Tensor):
+                self.run_check("inplace", index, struct)
         if self.checks == 0:
             status = "skip"
         elif self.failure is None:
