@@ -52,6 +52,24 @@ void packPairs(const uint16_t* t, int64_t rows_stride, int64_t cols_stride, int6
   }
 }
 
+// packPairs for a stationary tile stored [K, M] row-major (rows `s_rows` apart), K even:
+// a[x * pairs_pad + p] = (s[2p][x], s[2p + 1][x]), a transposition done in 16 x 16 blocks of pairs
+// so that its reads and writes both stay within a few cache lines.
+void packStationaryRows(const uint16_t* s, int64_t s_rows, int64_t K, int64_t M, uint32_t* a, int64_t pairs_pad) {
+  const int64_t pairs = K / 2;
+  for (int64_t p0 = 0; p0 < pairs; p0 += kTile) {
+    const int64_t p1 = std::min(pairs, p0 + kTile);
+    for (int64_t x0 = 0; x0 < M; x0 += kTile) {
+      const int64_t x1 = std::min(M, x0 + kTile);
+      for (int64_t p = p0; p < p1; ++p) {
+        const uint16_t* even = s + 2 * p * s_rows;
+        const uint16_t* odd = even + s_rows;
+        for (int64_t x = x0; x < x1; ++x) a[x * pairs_pad + p] = even[x] | static_cast<uint32_t>(odd[x]) << 16;
+      }
+    }
+  }
+}
+
 // Sums c[32 x 32] (RA x CB tiles of 16 x 16; tiles 0-3) += a rows (tiles 4, 5) times b columns (tiles 6, 7),
 // over `pair_tiles` steps of 16 pairs. Strides in bytes.
 template <int RA, int CB>
@@ -123,9 +141,20 @@ void multiplyBf16Amx(const uint16_t* s, int64_t s_rows, int64_t s_cols, const ui
   const int64_t pairs_pad = roundUp((K + 1) / 2), rows_pad = roundUp(M), cols_pad = roundUp(N);
   thread_local std::vector<uint32_t> a, b;
   thread_local std::vector<float> padded;
-  a.assign(rows_pad * pairs_pad, 0);
-  b.assign(pairs_pad * cols_pad, 0);
-  packPairs(s, s_rows, s_cols, K, M, a.data(), pairs_pad, 1);  // a row per output row: the stationary's column
+  // Zeros only where tiles reach past the operands: packing writes every other element.
+  const bool exact = rows_pad == M && cols_pad == N && pairs_pad * 2 == K;
+  if (exact) {
+    a.resize(rows_pad * pairs_pad);
+    b.resize(pairs_pad * cols_pad);
+  } else {
+    a.assign(rows_pad * pairs_pad, 0);
+    b.assign(pairs_pad * cols_pad, 0);
+  }
+  if (s_cols == 1 && K % 2 == 0) {
+    packStationaryRows(s, s_rows, K, M, a.data(), pairs_pad);
+  } else {
+    packPairs(s, s_rows, s_cols, K, M, a.data(), pairs_pad, 1);  // a row per output row: the stationary's column
+  }
   packPairs(m, m_rows, m_cols, K, N, b.data(), 1, cols_pad);   // b row per pair of contraction rows
   if (rows_pad == M && cols_pad == N) return sumAll(a.data(), pairs_pad, b.data(), cols_pad, out, out_rows, rows_pad);
   // A ragged tile: sums in a padded copy of out, so that no tile reaches past its rows or columns.
