@@ -693,3 +693,40 @@ def test_conj_physical_in_place_on_complex64():
     assert torch.equal(n.cpu(), c.conj_physical())
     real = torch.randn(3, device="neuron")
     assert torch.equal(real.clone().conj_physical_().cpu(), real.cpu())  # real tensors are their own conjugate
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+@pytest.mark.parametrize("shapes,dim", [
+    ([(8, 12, 25, 64), (8, 12, 1, 64)], 2),   # a decode step's key cache
+    ([(8, 12, 25, 64), (8, 12, 1, 64)], -2),
+    ([(3, 4), (5, 4), (1, 4)], 0),
+    ([(3, 4), (3, 0), (3, 2)], 1),            # an empty part
+    ([(2, 3, 4), (2, 3, 4)], -1),
+    ([(0, 4), (0, 4)], 0),                    # nothing to copy: the CPU kernel
+    ([(6,)], 0),
+])
+def test_cat_against_cpu(dtype, shapes, dim):
+    """cat of contiguous tensors of one dtype (the device's block copies) and the rest (the CPU kernel)."""
+    g = torch.Generator().manual_seed(len(shapes) + dim)
+    parts = [(torch.randn(*s, generator=g) * 10).to(dtype) for s in shapes]
+    got = torch.cat([p.to(N) for p in parts], dim)
+    assert got.device.type == "neuron" and got.dtype == dtype
+    exact(got.cpu(), torch.cat(parts, dim))
+
+
+def test_cat_other_forms_keep_cpu_semantics():
+    a, b = torch.randn(4, 6), torch.randn(4, 6)
+    exact(torch.cat([a.to(N).t(), b.to(N).t()], 0).cpu(), torch.cat([a.t(), b.t()], 0))  # non-contiguous
+    mixed = torch.cat([a.to(N), torch.ones(2, 6, dtype=torch.float64, device=N)], 0)  # type promotion
+    exact(mixed.cpu(), torch.cat([a, torch.ones(2, 6, dtype=torch.float64)], 0))
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match"):
+        torch.cat([a.to(N), torch.randn(4, 5, device=N)], 0)
+    with pytest.raises(RuntimeError):
+        torch.cat([torch.tensor(1.0, device=N), torch.tensor(2.0, device=N)])  # zero-dimensional
+    legacy = torch.cat([torch.tensor([], device=N), a.to(N)], -2)  # DynamicCache's first step: an empty 1-D part
+    exact(legacy.cpu(), torch.cat([torch.tensor([]), a], -2))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.cat([a.to(N), b.to(N)], 2)
+    x = a.to(N).requires_grad_()
+    torch.cat([x, x * 2], 1).sum().backward()
+    exact(x.grad.cpu(), torch.full((4, 6), 3.0))
