@@ -48,7 +48,9 @@ import tempfile
 import time
 import traceback
 
-DTYPE_NAMES = ("float32", "bfloat16", "int64", "bool")
+# complex64: conjugation, lazy conjugate bits and complex kernels (CUDA-like devices support it; a NeuronCore
+# does not, so its ops count as CPU fallbacks, but they must give CPU's answers).
+DTYPE_NAMES = ("float32", "bfloat16", "int64", "bool", "complex64")
 MAX_SAMPLES = int(os.environ.get("OPINFO_SWEEP_MAX_SAMPLES", "8"))
 MAX_VARIANT_SAMPLES = int(os.environ.get("OPINFO_SWEEP_MAX_VARIANT_SAMPLES", "3"))
 # Samples with more tensor elements than this (all tensors together) are skipped.

@@ -2,7 +2,7 @@
 
 The sweep itself lives in tests/opinfo_sweep.py (see its docstring for what is
 compared and how). This test runs it over every OpInfo and the dtypes float32,
-bfloat16, int64 and bool, prints the failing (op, dtype) pairs with their first
+bfloat16, int64, bool and complex64, prints the failing (op, dtype) pairs with their first
 failure reason and the totals, and asserts that at least 98% of the (op, dtype)
 pairs pass.
 

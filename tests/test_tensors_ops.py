@@ -730,3 +730,17 @@ def test_cat_other_forms_keep_cpu_semantics():
     x = a.to(N).requires_grad_()
     torch.cat([x, x * 2], 1).sum().backward()
     exact(x.grad.cpu(), torch.full((4, 6), 3.0))
+
+
+def test_out_left_lazily_conjugated_by_the_kernel():
+    """linalg.lu_solve(left=False, out=) on complex tensors leaves `out` with the conjugate bit set (a lazy
+    conjugate): the neuron tensor takes the bit with the data (it returned the conjugate of the answer)."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(3, 3, dtype=torch.complex64, generator=g)
+    b = torch.randn(4, 3, dtype=torch.complex64, generator=g)
+    lu, pivots = torch.linalg.lu_factor(a)
+    expected = torch.linalg.lu_solve(lu, pivots, b, left=False)
+    out = torch.empty(4, 3, dtype=torch.complex64, device=N)
+    torch.linalg.lu_solve(lu.to(N), pivots.to(N), b.to(N), left=False, out=out)
+    close(out, expected, rtol=1e-5, atol=1e-5)
+    close(out.resolve_conj(), expected, rtol=1e-5, atol=1e-5)

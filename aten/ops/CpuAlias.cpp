@@ -26,6 +26,10 @@ void syncFromAlias(const at::Tensor& alias, const at::Tensor& t) {
       impl->storage_offset() != alias.storage_offset()) {
     impl->set_sizes_and_strides(alias.sizes(), alias.strides(), alias.storage_offset());
   }
+  // A kernel may leave its output lazily conjugated or negated (linalg_lu_solve.out with left=False
+  // sets the conjugate bit on `out`): the bits are part of the value.
+  if (t.is_conj() != alias.is_conj()) t._set_conj(alias.is_conj());
+  if (t.is_neg() != alias.is_neg()) t._set_neg(alias.is_neg());
 }
 
 at::Tensor fromCpuResult(const at::Tensor& result, c10::DeviceIndex device,
