@@ -15,6 +15,8 @@ MAX_SAMPLES sample inputs are run three ways:
   inplace    the op's in-place variant on a copy of the input, results and
              errors against CPU's (an in-place broadcast larger than self raises
              on both) (first MAX_VARIANT_SAMPLES)
+  mathbits   the input as a lazily conjugated (complex) or negated (float) view
+             holding the same values, as PyTorch's TestMathBits does (first sample)
 
 A check compares the results (moved back to CPU; torch.testing.assert_close with
 equal_nan=True and the dtype's default tolerances) and the argument tensors
@@ -202,6 +204,15 @@ def copy_struct(obj, device, noncontig=False):
         if isinstance(obj, str) and re.fullmatch(r"cpu(:\d+)?", obj):
             return device  # e.g. Tensor.to("cpu", ...): the device under test
     return obj
+
+
+def lazy_view(t):
+    """t's values as a conjugate view (complex) or a negative view (floating point): the conj/neg bit set,
+    the data stored conjugated or negated."""
+    torch = _torch()
+    if t.dtype.is_complex:
+        return t.conj_physical().conj()
+    return torch._neg_view(t.neg())
 
 
 def place_struct(op, struct, device, noncontig=False):
@@ -416,6 +427,9 @@ class PairRun:
             with _Alarm(SAMPLE_TIMEOUT_S):
                 cpu_struct = place_struct(op, struct, "cpu", noncontig)
                 neu_struct = place_struct(op, struct, "neuron", noncontig)
+                if kind == "mathbits":
+                    cpu_struct = (lazy_view(cpu_struct[0]),) + tuple(cpu_struct[1:])
+                    neu_struct = (lazy_view(neu_struct[0]),) + tuple(neu_struct[1:])
                 if with_out:
                     cpu_out = _empty_like_result(cpu_reference, "cpu", empty=kind == "out_resize")
                     neu_out = _empty_like_result(cpu_reference, "neuron", empty=kind == "out_resize")
@@ -548,8 +562,12 @@ class PairRun:
                 if index == 0:
                     self.run_check("out_resize", index, struct, cpu_reference=cpu_result)
                     self.run_out_on_cpu(index, struct, cpu_result)
-            if op.inplace_variant is not None and index < MAX_VARIANT_SAMPLES and isinstance(struct[0], _torch().Tensor):
+            torch = _torch()
+            if op.inplace_variant is not None and index < MAX_VARIANT_SAMPLES and isinstance(struct[0], torch.Tensor):
                 self.run_check("inplace", index, struct)
+            if (index == 0 and isinstance(struct[0], torch.Tensor) and struct[0].numel() > 0
+                    and (struct[0].dtype.is_complex or struct[0].dtype.is_floating_point)):
+                self.run_check("mathbits", index, struct)
         if self.checks == 0:
             status = "skip"
         elif self.failure is None:
