@@ -17,6 +17,9 @@ MAX_SAMPLES sample inputs are run three ways:
              on both) (first MAX_VARIANT_SAMPLES)
   mathbits   the input as a lazily conjugated (complex) or negated (float) view
              holding the same values, as PyTorch's TestMathBits does (first sample)
+  grad       float32 ops with autograd: the gradients of the sum of the outputs
+             with respect to every floating-point input tensor, against CPU's
+             (zero-tensor gradients, such as sgn's, included) (first sample)
 
 A check compares the results (moved back to CPU; torch.testing.assert_close with
 equal_nan=True and the dtype's default tolerances) and the argument tensors
@@ -204,6 +207,40 @@ def copy_struct(obj, device, noncontig=False):
         if isinstance(obj, str) and re.fullmatch(r"cpu(:\d+)?", obj):
             return device  # e.g. Tensor.to("cpu", ...): the device under test
     return obj
+
+
+def leaves(obj, found):
+    """obj with every floating-point tensor replaced by a leaf that requires grad (appended to found)."""
+    torch = _torch()
+    if isinstance(obj, torch.Tensor):
+        if obj.is_floating_point():
+            leaf = obj.detach().requires_grad_(True)
+            found.append(leaf)
+            return leaf
+        return obj
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(leaves(x, found) for x in obj))
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(leaves(x, found) for x in obj)
+    if isinstance(obj, dict):
+        return {k: leaves(v, found) for k, v in obj.items()}
+    return obj
+
+
+def gradients(op, struct):
+    """d(sum of op's floating-point outputs)/d(each floating-point input), None where an input gets none."""
+    torch = _torch()
+    found = []
+    inp, args, kwargs = leaves(struct, found)
+    results = list(iter_tensors(op(inp, *args, **kwargs)))
+    if any(t.layout != torch.strided for t in results):
+        raise SkipSample("grad: non-strided output (out of scope)")
+    outputs = [t for t in results if t.requires_grad]
+    if not found or not outputs:
+        raise SkipSample("grad: no floating-point input or output")
+    total = sum(o.sum() for o in outputs)
+    grads = torch.autograd.grad(total, found, allow_unused=True)
+    return tuple(g if g is None else g.detach() for g in grads)
 
 
 def lazy_view(t):
@@ -500,6 +537,46 @@ class PairRun:
         self.passed += 1
         return cpu_result
 
+    def run_grad(self, index, struct):
+        """Gradients on neuron against CPU's; both raising counts as agreement."""
+        torch = _torch()
+        outcome = {}
+        for device in ("cpu", "neuron"):
+            try:
+                with _Alarm(SAMPLE_TIMEOUT_S):
+                    outcome[device] = gradients(self.op, place_struct(self.op, struct, device))
+            except SkipSample as e:
+                self.skips[str(e)] += 1
+                return
+            except Exception as e:  # noqa: BLE001
+                outcome[device] = e
+        cpu, neu = outcome["cpu"], outcome["neuron"]
+        if isinstance(cpu, SampleTimeout):
+            self.skips["grad: CPU timed out"] += 1
+            return
+        self.checks += 1
+        self.by_kind["grad"] += 1
+        if isinstance(cpu, Exception) or isinstance(neu, Exception):
+            if isinstance(cpu, Exception) and isinstance(neu, Exception):
+                self.passed += 1
+            elif isinstance(neu, Exception):
+                self.fail("grad", index, "backward raised on neuron only: " + _short(neu))
+            else:
+                self.checks -= 1
+                self.by_kind["grad"] -= 1
+                self.skips["grad: CPU raised, neuron did not"] += 1
+            return
+        try:
+            for i, (c, n) in enumerate(zip(cpu, neu)):
+                if (c is None) != (n is None):
+                    raise Mismatch(f"grad[{i}]: {'no gradient' if n is None else 'a gradient'} on neuron only")
+                if c is not None:
+                    compare(c, n, False, f"grad[{i}]", tol=self.tol)
+        except Mismatch as e:
+            self.fail("grad", index, str(e))
+            return
+        self.passed += 1
+
     def run_out_on_cpu(self, index, struct, cpu_reference):
         """out= on the CPU device while the inputs are neuron tensors: refused, as CUDA refuses it."""
         if self.op.name in OUT_COPIED_IN_PYTHON:
@@ -568,6 +645,8 @@ class PairRun:
             if (index == 0 and isinstance(struct[0], torch.Tensor) and struct[0].numel() > 0
                     and (struct[0].dtype.is_complex or struct[0].dtype.is_floating_point)):
                 self.run_check("mathbits", index, struct)
+            if index == 0 and dtype == torch.float32 and op.supports_autograd and not self.shape_only:
+                self.run_grad(index, struct)
         if self.checks == 0:
             status = "skip"
         elif self.failure is None:
