@@ -1,7 +1,7 @@
 """Op conformance of the neuron device against CPU over PyTorch's OpInfo database.
 
-The sweep itself lives in tests/opinfo_sweep.py (see its docstring for what is
-compared and how). This test runs it over every OpInfo and the dtypes float32,
+The sweep lives in tests/opinfo_sweep.py (workers, report) and what it compares in
+tests/opinfo_checks.py. This test runs it over every OpInfo and the dtypes float32,
 bfloat16, int64, bool and complex64, prints the failing (op, dtype) pairs with their first
 failure reason and the totals, and asserts that at least 98% of the (op, dtype)
 pairs pass.
