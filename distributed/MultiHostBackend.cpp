@@ -158,8 +158,8 @@ void reduceScatterOne(const Layout& layout, const at::Tensor& output, const at::
 // What a rank states about a collective: op, dtype, root, reduction and the elements of `tensors`.
 StepDescriptor signature(c10d::OpType op, const std::vector<at::Tensor>& tensors, int64_t root = -1,
                          int reduce = -1) {
-  StepDescriptor d{static_cast<int32_t>(op), static_cast<int32_t>(tensors.empty() ? at::kFloat : tensors[0].scalar_type()),
-                   static_cast<int32_t>(root), reduce, 0, tensors.size() > 1 ? static_cast<int64_t>(tensors.size()) : 0};
+  StepDescriptor d{static_cast<int32_t>(op), static_cast<int32_t>(dtypeOf(tensors)), static_cast<int32_t>(root),
+                   reduce, 0, tensors.size() > 1 ? static_cast<int64_t>(tensors.size()) : 0};
   for (const auto& t : tensors) d.numel += t.numel();
   return d;
 }

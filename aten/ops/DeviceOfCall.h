@@ -3,6 +3,7 @@
 // and dtypes a NeuronCore lacks counted as CPU fallbacks.
 #pragma once
 
+#include <ATen/core/IListRef.h>
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 
@@ -55,6 +56,14 @@ template <typename... Tensors>
 c10::DeviceIndex deviceOf(const char* op, const Tensors&... tensors) {
   DeviceOfCall call{op};
   (call.visit(tensors), ...);
+  if (C10_UNLIKELY(call.unsupported.has_value())) noteCpuFallback(op, *call.unsupported);
+  return static_cast<c10::DeviceIndex>(call.device);
+}
+
+// The same for a list of tensors (cat's).
+inline c10::DeviceIndex deviceOfList(const char* op, const at::ITensorListRef& tensors) {
+  DeviceOfCall call{op};
+  for (const at::Tensor& t : tensors) call.visit(t);
   if (C10_UNLIKELY(call.unsupported.has_value())) noteCpuFallback(op, *call.unsupported);
   return static_cast<c10::DeviceIndex>(call.device);
 }
