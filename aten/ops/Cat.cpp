@@ -8,15 +8,19 @@
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "aten/core/KernelMemory.h"
+#include "aten/kernels/RowParallel.h"
 #include "aten/ops/CpuAlias.h"
 #include "aten/ops/DeviceOfCall.h"
 
 namespace torch_neuronx {
 namespace {
+
+constexpr int64_t kMinParallelBytes = int64_t{64} << 10;  // less is quicker to copy than to hand out
 
 // Whether `parts` (CPU aliases of one rank) concatenate along `dim` as contiguous blocks: one dtype,
 // equal sizes but along `dim`, contiguous, and something to copy.
@@ -43,14 +47,22 @@ at::Tensor catBlocks(const std::vector<at::Tensor>& parts, int64_t dim) {
   for (int64_t d = 0; d < dim; ++d) outer *= sizes[d];
   const int64_t element = first.element_size();
   const int64_t out_row = out.numel() / outer * element;  // bytes of out per outer index (outer >= 1: blockwise)
+  std::vector<int64_t> rows;  // bytes of each part per outer index
+  for (const at::Tensor& t : parts) rows.push_back(t.numel() / outer * element);
   auto* dst = static_cast<char*>(out.data_ptr());
-  int64_t offset = 0;  // bytes into an output row where the current part starts
-  for (const at::Tensor& t : parts) {
-    const int64_t row = t.numel() / outer * element;
-    const auto* src = static_cast<const char*>(t.const_data_ptr());
-    for (int64_t o = 0; o < outer && row > 0; ++o) std::memcpy(dst + o * out_row + offset, src + o * row, row);
-    offset += row;
-  }
+  // Outer indices split between the device's threads: a decode step's caches are cold (the weights
+  // streamed through since), and one core alone reads memory at half the rate of two.
+  const int64_t min_outer = std::max<int64_t>(1, kMinParallelBytes / std::max<int64_t>(out_row, 1));
+  parallelRows(outer, min_outer, [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
+      char* out_at = dst + o * out_row;
+      for (std::size_t p = 0; p < parts.size(); ++p) {
+        if (rows[p] == 0) continue;
+        std::memcpy(out_at, static_cast<const char*>(parts[p].const_data_ptr()) + o * rows[p], rows[p]);
+        out_at += rows[p];
+      }
+    }
+  });
   return out;
 }
 
