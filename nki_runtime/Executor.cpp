@@ -10,6 +10,7 @@
 #include "nki_runtime/Alu.h"
 #include "nki_runtime/AmxMatmul.h"
 #include "nki_runtime/Bf16Matmul.h"
+#include "nki_runtime/Parallel.h"
 #include "runtime/SimdLevel.h"
 
 namespace nki {
@@ -17,15 +18,28 @@ namespace {
 
 constexpr int64_t kAlignment = 64;
 
-// Calls row(offsets) for every index of all but the last axis of `shape`,
-// offsets[v] being where views[v]'s row starts (in elements).
-template <typename Row>
-void forEachRow(const Access& shape, const std::vector<const Access*>& views, Row row) {
-  std::array<int64_t, kMaxAxes> index{};
-  std::array<int64_t, 8> offsets{};
+// Instructions of fewer bytes run on one thread: handing out the rest costs more than it saves.
+constexpr int64_t kMinParallelBytes = int64_t{64} << 10;
+
+// The rows of `shape`: the indices of all but its last axis.
+int64_t rowCount(const Access& shape) {
   int64_t rows = 1;
   for (int a = 0; a + 1 < shape.rank; ++a) rows *= shape.sizes[a];
-  for (int64_t r = 0; r < rows; ++r) {
+  return rows;
+}
+
+// Calls row(offsets) for rows [begin, end) of `shape` (row-major over all but
+// its last axis), offsets[v] being where views[v]'s row starts (in elements).
+template <typename Row>
+void forEachRow(const Access& shape, const std::vector<const Access*>& views, Row row, int64_t begin,
+                int64_t end) {
+  std::array<int64_t, kMaxAxes> index{};
+  for (int64_t a = shape.rank - 2, rest = begin; a >= 0; --a) {
+    index[a] = rest % shape.sizes[a];
+    rest /= shape.sizes[a];
+  }
+  std::array<int64_t, 8> offsets{};
+  for (int64_t r = begin; r < end; ++r) {
     for (std::size_t v = 0; v < views.size(); ++v) {
       int64_t offset = views[v]->offset;
       for (int a = 0; a + 1 < shape.rank; ++a) offset += index[a] * views[v]->strides[a];
@@ -37,6 +51,11 @@ void forEachRow(const Access& shape, const std::vector<const Access*>& views, Ro
       index[a] = 0;
     }
   }
+}
+
+template <typename Row>
+void forEachRow(const Access& shape, const std::vector<const Access*>& views, Row row) {
+  forEachRow(shape, views, row, 0, rowCount(shape));
 }
 
 // Scratch rows of fp32, reused across instructions of a thread.
@@ -77,6 +96,7 @@ struct Bound {
   Dtype dst_type;
   std::vector<char*> inputs;
   std::vector<Dtype> input_types;
+  bool rows_independent = false;  // no row reads what another row of the instruction writes
 
   char* at(char* base, Dtype type, int64_t element) const { return base + element * byteSize(type); }
   void loadInput(int k, int64_t offset, float* out) const {
@@ -121,11 +141,25 @@ struct Bound {
   }
 };
 
+// forEachRow over the instruction's rows, spread over the host's threads when they are independent and many
+// bytes: a row is a partition's (or an axis') elements, each written by one row of the loop.
+template <typename Row>
+void forRows(const Bound& b, const Access& shape, const std::vector<const Access*>& views, Row row) {
+  const int64_t rows = rowCount(shape);
+  if (!b.rows_independent) return forEachRow(shape, views, row, 0, rows);
+  int64_t row_bytes = inner(shape) * static_cast<int64_t>(byteSize(b.dst_type));
+  for (std::size_t k = 0; k < b.inputs.size(); ++k) {
+    row_bytes += inner(b.in.inputs[k]) * static_cast<int64_t>(byteSize(b.input_types[k]));
+  }
+  const int64_t min_rows = std::max<int64_t>(1, kMinParallelBytes / std::max<int64_t>(row_bytes, 1));
+  parallelFor(rows, min_rows, [&](int64_t begin, int64_t end) { forEachRow(shape, views, row, begin, end); });
+}
+
 void copy(const Bound& b) {
   const int64_t n = inner(b.in.dst);
   const Access& src = b.in.inputs[0];
   const bool raw = b.dst_type == b.input_types[0] && innerStride(b.in.dst) == 1 && innerStride(src) == 1;
-  forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
     if (raw) {
       const std::size_t size = byteSize(b.dst_type);
       std::memmove(b.at(b.dst, b.dst_type, o[0]), b.at(b.inputs[0], b.input_types[0], o[1]), n * size);
@@ -141,7 +175,7 @@ void copy(const Bound& b) {
 // (each output element depends only on the inputs at its index, so dst may alias them).
 void tensorTensor(const Bound& b) {
   const int64_t n = inner(b.in.dst);
-  forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
     bool direct;
     float* out = b.dstRow(o[0], direct);
     applyRow(b.in.op0, b.row(0, o[1], 0), b.row(1, o[2], 1), out, n);
@@ -151,7 +185,7 @@ void tensorTensor(const Bound& b) {
 
 void tensorScalar(const Bound& b) {
   const int64_t n = inner(b.in.dst);
-  forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
     bool direct;
     float* out = b.dstRow(o[0], direct);
     const float* current = b.row(0, o[1], 0);
@@ -176,7 +210,7 @@ void activation(const Bound& b) {
   const int64_t n = inner(b.in.dst);
   const bool plain = b.in.operand0.input < 0 && b.in.operand0.value == 1.f && b.in.operand1.input < 0 &&
                      b.in.operand1.value == 0.f;
-  forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
     bool direct;
     float* out = b.dstRow(o[0], direct);
     const float* x = b.row(0, o[1], 0);
@@ -193,7 +227,7 @@ void activation(const Bound& b) {
 
 void memset(const Bound& b) {
   const int64_t n = inner(b.in.dst);
-  forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
     float* row = scratch(0, n);
     std::fill(row, row + n, b.in.operand0.value);
     b.storeDst(row, o[0]);
@@ -221,7 +255,7 @@ void iota(const Bound& b) {
 
 void scan(const Bound& b) {
   const int64_t n = inner(b.in.dst);
-  forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
     float *x = scratch(0, n), *y = scratch(1, n);
     b.loadInput(0, o[1], x);
     b.loadInput(1, o[2], y);
@@ -236,7 +270,7 @@ void scan(const Bound& b) {
 
 void select(const Bound& b) {
   const int64_t n = inner(b.in.dst);
-  forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
     float *p = scratch(0, n), *x = scratch(1, n), *y = scratch(2, n);
     b.loadInput(0, o[1], p);
     b.loadInput(1, o[2], x);
@@ -262,7 +296,7 @@ void reduce(const Bound& b) {
   const std::size_t size = byteSize(b.input_types[0]);
   const int64_t dst_n = inner(dst);
   const std::vector<const Access*> views{&dst, &data};
-  forEachRow(dst, views, [&](const std::array<int64_t, 8>& o) {
+  forRows(b, dst, views, [&](const std::array<int64_t, 8>& o) {
     float* out = scratch(1, dst_n);
     for (int64_t j = 0; j < dst_n; ++j) {
       Access here = block;
@@ -285,7 +319,7 @@ void reduce(const Bound& b) {
 
 void scalarTensorTensor(const Bound& b) {
   const int64_t n = inner(b.in.dst);
-  forEachRow(b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
     bool direct;
     float* out = b.dstRow(o[0], direct);
     const float* data = b.row(0, o[1], 0);
@@ -496,6 +530,10 @@ void multiplyInto(const float* s, const float* m, float* out, int64_t K, int64_t
   multiplyBlocks<4, 4>(s, m, out, K, M, N);
 }
 
+// A matmul of fewer multiply-adds runs on one thread (4M: about 2 us of one core's AMX tiles).
+constexpr int64_t kMinParallelMacs = int64_t{4} << 20;
+constexpr int64_t kColumnBand = 64;  // result columns: a multiple of both bf16 kernels' column blocks
+
 void matmul(const Bound& b) {
   const Access &stationary = b.in.inputs[0], &moving = b.in.inputs[1];
   const int64_t K = stationary.sizes[0], M = stationary.sizes[1], N = moving.sizes[1];
@@ -515,8 +553,14 @@ void matmul(const Bound& b) {
     const auto* s = reinterpret_cast<const uint16_t*>(b.inputs[0]) + stationary.offset;
     const auto* m = reinterpret_cast<const uint16_t*>(b.inputs[1]) + moving.offset;
     const auto multiply = hasAmxTiles() ? multiplyBf16Amx : multiplyBf16;
-    multiply(s, stationary.strides[0], stationary.strides[1], m, moving.strides[0], moving.strides[1], out, out_rows,
-             K, M, N);
+    // Bands of result columns on the host's threads, each packing the stationary tile for itself.
+    const int64_t bands = (N + kColumnBand - 1) / kColumnBand;
+    const int64_t min_bands = std::max<int64_t>(1, kMinParallelMacs / std::max<int64_t>(K * M * kColumnBand, 1));
+    parallelFor(bands, min_bands, [&](int64_t first, int64_t last) {
+      const int64_t j0 = first * kColumnBand, j1 = std::min(N, last * kColumnBand);
+      multiply(s, stationary.strides[0], stationary.strides[1], m + j0 * moving.strides[1], moving.strides[0],
+               moving.strides[1], out + j0, out_rows, K, M, j1 - j0);
+    });
   } else {
     float* s = scratch(0, K * M);
     float* m = scratch(1, K * N);
@@ -536,14 +580,48 @@ void transpose(Bound& b) {
   Access& src = swapped.inputs[0];
   std::swap(src.sizes[0], src.sizes[1]);
   std::swap(src.strides[0], src.strides[1]);
-  Bound as_copy{swapped, b.dst, b.dst_type, b.inputs, b.input_types};
+  Bound as_copy{swapped, b.dst, b.dst_type, b.inputs, b.input_types, b.rows_independent};
   copy(as_copy);
+}
+
+bool sameView(const Access& a, const Access& b) {
+  return a.tensor == b.tensor && a.offset == b.offset && a.rank == b.rank && a.sizes == b.sizes &&
+         a.strides == b.strides;
+}
+
+// Whether an instruction's rows may run in any order, on several threads: each input is another
+// tensor, or the very view written by an element-wise instruction (which reads each element before
+// writing it), or elements the instruction does not write. Two HBM arguments may be one buffer.
+bool rowsIndependent(const Program& program, const Instruction& in) {
+  switch (in.opcode) {
+    case Opcode::kIota:  // numbers its rows as it walks them
+    case Opcode::kMatmul:
+    case Opcode::kMax8:
+    case Opcode::kFindIndex8:
+    case Opcode::kBnStats:
+    case Opcode::kBnAggr:
+      return false;
+    default:
+      break;
+  }
+  const bool elementwise = in.opcode != Opcode::kTranspose && in.opcode != Opcode::kTensorReduce;
+  const bool dst_in_hbm = program.tensors[in.dst.tensor].argument >= 0;
+  for (const Access& input : in.inputs) {
+    if (input.tensor != in.dst.tensor) {
+      if (dst_in_hbm && program.tensors[input.tensor].argument >= 0) return false;
+      continue;
+    }
+    const bool disjoint = input.highest() <= in.dst.lowest() || in.dst.highest() <= input.lowest();
+    if (!disjoint && !(elementwise && sameView(input, in.dst))) return false;
+  }
+  return true;
 }
 
 }  // namespace
 
 Executor::Executor(Program program) : program_(std::move(program)) {
   const auto& instructions = program_.instructions;
+  for (const Instruction& in : instructions) rows_independent_.push_back(rowsIndependent(program_, in));
   const std::size_t count = program_.tensors.size();
   std::vector<int> first(count, -1), last(count, -1);
   for (std::size_t i = 0; i < instructions.size(); ++i) {
@@ -624,7 +702,8 @@ void Executor::run(const std::vector<void*>& hbm) const {
       const TensorInfo& info = program_.tensors[t];
       fillSentinel(base(hbm, arena, t), info.elements() * byteSize(info.dtype), info.dtype);
     }
-    Bound bound{in, base(hbm, arena, in.dst.tensor), program_.tensors[in.dst.tensor].dtype, {}, {}};
+    Bound bound{in, base(hbm, arena, in.dst.tensor), program_.tensors[in.dst.tensor].dtype, {}, {},
+                rows_independent_[i] != 0};
     for (const Access& input : in.inputs) {
       bound.inputs.push_back(base(hbm, arena, input.tensor));
       bound.input_types.push_back(program_.tensors[input.tensor].dtype);

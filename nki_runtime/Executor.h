@@ -32,6 +32,7 @@ class Executor {
   Program program_;
   std::vector<Plan> plans_;
   std::vector<std::vector<int32_t>> fresh_before_;  // per instruction: tensors to fill first
+  std::vector<uint8_t> rows_independent_;            // per instruction: its rows may run on several threads
   int64_t arena_bytes_ = 0;
 };
 

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "aten/kernels/RowParallel.h"
 #include "nki_runtime/Executor.h"
+#include "nki_runtime/Parallel.h"
 #include "nki_runtime/Verifier.h"
 #include "runtime/HostAccess.h"
 
@@ -18,6 +20,9 @@ namespace torch_neuronx {
 namespace {
 
 using nki::Access;
+
+// Large instructions run on the device's threads, as the aten kernels do (and yield them under load).
+[[maybe_unused]] const bool kExecutorThreadsLent = (nki::setParallelFor(&parallelRows), true);
 
 Access toAccess(const py::tuple& t) {
   // (tensor, offset, sizes, strides)
