@@ -1,6 +1,7 @@
 #include "nki_runtime/Alu.h"
 
 #include <cmath>
+#include <limits>
 
 namespace nki {
 
@@ -137,6 +138,45 @@ void applyRow(Function function, const float* x, float* out, int64_t n) {
       return;
     default:
       for (int64_t i = 0; i < n; ++i) out[i] = apply(function, x[i]);
+  }
+}
+
+namespace {
+
+template <typename Combine>
+float interleaved(const float* x, int64_t n, float identity, float initial, Combine combine) {
+  constexpr int kLanes = 8;
+  float partial[kLanes];
+  for (float& p : partial) p = identity;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) partial[l] = combine(partial[l], x[i + l]);
+  }
+  float result = initial;
+  for (float p : partial) result = combine(result, p);
+  for (; i < n; ++i) result = combine(result, x[i]);
+  return result;
+}
+
+}  // namespace
+
+float reduceRow(AluOp op, const float* x, int64_t n, float initial) {
+  switch (op) {
+    case AluOp::kAdd:
+      return interleaved(x, n, 0.f, initial, [](float a, float b) { return a + b; });
+    case AluOp::kMultiply:
+      return interleaved(x, n, 1.f, initial, [](float a, float b) { return a * b; });
+    case AluOp::kMaximum:  // fmax's: a NaN loses to any number, in any order
+      return interleaved(x, n, -std::numeric_limits<float>::infinity(), initial,
+                         [](float a, float b) { return std::fmax(a, b); });
+    case AluOp::kMinimum:
+      return interleaved(x, n, std::numeric_limits<float>::infinity(), initial,
+                         [](float a, float b) { return std::fmin(a, b); });
+    default: {
+      float result = initial;
+      for (int64_t i = 0; i < n; ++i) result = apply(op, result, x[i]);
+      return result;
+    }
   }
 }
 

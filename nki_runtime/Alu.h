@@ -12,4 +12,9 @@ float apply(Function function, float x);
 void applyRow(AluOp op, const float* a, const float* b, float* out, int64_t n);
 void applyRow(Function function, const float* x, float* out, int64_t n);
 
+// `initial` op x[0] op x[1] ... op x[n - 1]. Sums, products, maxima and minima in eight interleaved
+// partial results, which the compiler vectorises (a sum's rounding then differs from the sequential
+// one as a Vector engine's may); other operators in order.
+float reduceRow(AluOp op, const float* x, int64_t n, float initial);
+
 }  // namespace nki

@@ -303,11 +303,16 @@ void reduce(const Bound& b) {
       here.offset = o[1] + j * data.strides[kept - 1];
       float acc = identityOf(b.in.op0);
       bool first = true;
+      const bool has_identity = !std::isnan(identityOf(b.in.op0));
       forEachRow(here, {&here}, [&](const std::array<int64_t, 8>& r) {
         float* row = scratch(0, n);
         loadRow(b.inputs[0] + r[0] * size, innerStride(block) * size, n, b.input_types[0], row);
+        if (has_identity) {
+          acc = reduceRow(b.in.op0, row, n, acc);
+          return;
+        }
         for (int64_t i = 0; i < n; ++i) {
-          acc = (first && std::isnan(identityOf(b.in.op0))) ? row[i] : apply(b.in.op0, acc, row[i]);
+          acc = first ? row[i] : apply(b.in.op0, acc, row[i]);
           first = false;
         }
       });

@@ -9,17 +9,25 @@ P = 128
 
 @nki.jit
 def rmsnorm(x, weight, eps):
+    """x * rsqrt(mean(x^2) + eps) * weight, in fp32, rounded once to x's dtype. Two passes over each tile
+    on the engines: the squares with their sum (activation's reduction), then x * scale * weight in one
+    scalar_tensor_tensor."""
     rows, hidden = x.shape
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     w = nl.load(weight.reshape((1, hidden)).broadcast_to((P, hidden)), dtype=nl.float32)
     for t in nl.affine_range((rows + P - 1) // P):
         n = min(P, rows - t * P)
         tile = nl.load(x[t * P:t * P + n, :], dtype=nl.float32)
-        mean = nl.mean(nl.multiply(tile, tile), axis=1, keepdims=True)
-        scale = nl.rsqrt(nl.add(mean, eps))
-        normed = nl.ndarray((n, hidden), dtype=nl.float32)
-        nisa.tensor_scalar(normed, tile, op0=nl.multiply, operand0=scale)
-        nl.store(out[t * P:t * P + n, :], value=nl.multiply(normed, w[0:n, :], dtype=x.dtype))
+        squares = nl.ndarray((n, hidden), dtype=nl.float32)
+        total = nl.ndarray((n, 1), dtype=nl.float32)
+        nisa.activation(dst=squares, op=nl.square, data=tile, reduce_op=nl.add, reduce_res=total)
+        shifted = nl.ndarray((n, 1), dtype=nl.float32)
+        nisa.tensor_scalar(shifted, total, op0=nl.multiply, operand0=1.0 / hidden, op1=nl.add, operand1=eps)
+        scale = nl.rsqrt(shifted)
+        normed = nl.ndarray((n, hidden), dtype=x.dtype)
+        nisa.scalar_tensor_tensor(dst=normed, data=tile, op0=nl.multiply, operand0=scale, op1=nl.multiply,
+                                  operand1=w[0:n, :])
+        nl.store(out[t * P:t * P + n, :], value=normed)
     return out
 
 
