@@ -1,13 +1,15 @@
 // Replays a verified program on memory: HBM tensors are the caller's buffers,
 // on-chip tensors live in an arena planned once from their lifetimes (so a
-// program of any length fits in what its live tiles need). Tiles are
-// processed a row at a time in fp32 with vectorised loops; matmuls widen
-// their tiles once and multiply in fp32, as the Tensor engine accumulates.
+// program of any length fits in what its live tiles need). Instructions run
+// as Instructions.h says, one after another, except the runs that
+// PartitionStreams.h finds, which run a few partitions at a time.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "nki_runtime/Instructions.h"
+#include "nki_runtime/PartitionStreams.h"
 #include "nki_runtime/Program.h"
 
 namespace nki {
@@ -28,11 +30,16 @@ class Executor {
     bool sentinel_first = false;  // filled with the sentinel before its first instruction
   };
   char* base(const std::vector<void*>& hbm, char* arena, int32_t tensor) const;
+  Bound bind(const std::vector<void*>& hbm, char* arena, int32_t index) const;
+  bool argumentsApart(const std::vector<void*>& hbm) const;
+  void runStream(const PartitionStream& stream, const std::vector<Bound>& bounds) const;
 
   Program program_;
   std::vector<Plan> plans_;
-  std::vector<std::vector<int32_t>> fresh_before_;  // per instruction: tensors to fill first
+  std::vector<std::vector<int32_t>> fresh_before_;  // per instruction: tensors to fill first (a stream's at its first)
   std::vector<uint8_t> rows_independent_;            // per instruction: its rows may run on several threads
+  std::vector<PartitionStream> streams_;             // runs replayed a few partitions at a time
+  std::vector<int32_t> stream_at_;                   // per instruction: the stream it starts, or -1
   int64_t arena_bytes_ = 0;
 };
 

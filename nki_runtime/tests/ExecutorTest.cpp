@@ -95,10 +95,11 @@ TEST(Executor, ReadBeforeWriteSeesNaN) {
 TEST(Executor, TilesOfDisjointLifetimesShareTheArena) {
   ProgramBuilder b;
   const int in = b.argument({128, 512}), out = b.argument({128, 512});
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < 10; ++i) {  // the iterations of an affine loop, as the tracer records them
     const int t = b.tile(Memory::kSbuf, {128, 512});
-    b.copy(whole(t, {128, 512}), whole(in, {128, 512}));
-    b.copy(whole(out, {128, 512}), whole(t, {128, 512}));
+    b.copy(whole(t, {128, 512}), whole(in, {128, 512})).loops = i;
+    b.copy(whole(out, {128, 512}), whole(t, {128, 512})).loops = i;
+    b.program().loop_nests.push_back({LoopIteration{0, i}});
   }
   Executor executor(b.program());
   EXPECT_EQ(executor.arenaBytes(), 128 * 512 * 4);

@@ -1,0 +1,686 @@
+#include "nki_runtime/Instructions.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "nki_runtime/Alu.h"
+#include "nki_runtime/AmxMatmul.h"
+#include "nki_runtime/Bf16Matmul.h"
+#include "nki_runtime/Parallel.h"
+#include "runtime/SimdLevel.h"
+
+namespace nki {
+namespace {
+
+
+// Instructions of fewer bytes run on one thread: handing out the rest costs more than it saves.
+constexpr int64_t kMinParallelBytes = int64_t{64} << 10;
+
+// The rows of `shape`: the indices of all but its last axis.
+int64_t rowCount(const Access& shape) {
+  int64_t rows = 1;
+  for (int a = 0; a + 1 < shape.rank; ++a) rows *= shape.sizes[a];
+  return rows;
+}
+
+// Calls row(offsets) for rows [begin, end) of `shape` (row-major over all but
+// its last axis), offsets[v] being where views[v]'s row starts (in elements).
+template <typename Row>
+void forEachRow(const Access& shape, const std::vector<const Access*>& views, Row row, int64_t begin,
+                int64_t end) {
+  std::array<int64_t, kMaxAxes> index{};
+  for (int64_t a = shape.rank - 2, rest = begin; a >= 0; --a) {
+    index[a] = rest % shape.sizes[a];
+    rest /= shape.sizes[a];
+  }
+  std::array<int64_t, 8> offsets{};
+  for (int64_t r = begin; r < end; ++r) {
+    for (std::size_t v = 0; v < views.size(); ++v) {
+      int64_t offset = views[v]->offset;
+      for (int a = 0; a + 1 < shape.rank; ++a) offset += index[a] * views[v]->strides[a];
+      offsets[v] = offset;
+    }
+    row(offsets);
+    for (int a = shape.rank - 2; a >= 0; --a) {
+      if (++index[a] < shape.sizes[a]) break;
+      index[a] = 0;
+    }
+  }
+}
+
+template <typename Row>
+void forEachRow(const Access& shape, const std::vector<const Access*>& views, Row row) {
+  forEachRow(shape, views, row, 0, rowCount(shape));
+}
+
+// Scratch rows of fp32, reused across instructions of a thread.
+float* scratch(int slot, int64_t count) {
+  thread_local std::vector<float> rows[4];
+  if (static_cast<int64_t>(rows[slot].size()) < count) rows[slot].resize(count);
+  return rows[slot].data();
+}
+
+int64_t inner(const Access& access) { return access.sizes[access.rank - 1]; }
+int64_t innerStride(const Access& access) { return access.strides[access.rank - 1]; }
+
+float identityOf(AluOp op) {
+  switch (op) {
+    case AluOp::kAdd:
+    case AluOp::kSubtract:
+    case AluOp::kLogicalOr:
+    case AluOp::kLogicalXor:
+      return 0.f;
+    case AluOp::kMultiply:
+    case AluOp::kLogicalAnd:
+      return 1.f;
+    case AluOp::kMaximum:
+      return -std::numeric_limits<float>::infinity();
+    case AluOp::kMinimum:
+      return std::numeric_limits<float>::infinity();
+    case AluOp::kAbsMax:
+      return 0.f;
+    default:
+      return std::numeric_limits<float>::quiet_NaN();
+  }
+}
+
+// forEachRow over the instruction's rows, spread over the host's threads when they are independent and many
+// bytes: a row is a partition's (or an axis') elements, each written by one row of the loop.
+template <typename Row>
+void forRows(const Bound& b, const Access& shape, const std::vector<const Access*>& views, Row row) {
+  if (b.row_end >= 0) return forEachRow(shape, views, row, b.row_begin, b.row_end);
+  const int64_t rows = rowCount(shape);
+  if (!b.rows_independent) return forEachRow(shape, views, row, 0, rows);
+  int64_t row_bytes = inner(shape) * static_cast<int64_t>(byteSize(b.dst_type));
+  for (std::size_t k = 0; k < b.inputs.size(); ++k) {
+    row_bytes += inner(b.in.inputs[k]) * static_cast<int64_t>(byteSize(b.input_types[k]));
+  }
+  const int64_t min_rows = std::max<int64_t>(1, kMinParallelBytes / std::max<int64_t>(row_bytes, 1));
+  parallelFor(rows, min_rows, [&](int64_t begin, int64_t end) { forEachRow(shape, views, row, begin, end); });
+}
+
+void copy(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  const Access& src = b.in.inputs[0];
+  const bool raw = b.dst_type == b.input_types[0] && innerStride(b.in.dst) == 1 && innerStride(src) == 1;
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    if (raw) {
+      const std::size_t size = byteSize(b.dst_type);
+      std::memmove(b.at(b.dst, b.dst_type, o[0]), b.at(b.inputs[0], b.input_types[0], o[1]), n * size);
+      return;
+    }
+    float* row = scratch(0, n);
+    b.loadInput(0, o[1], row);
+    b.storeDst(row, o[0]);
+  });
+}
+
+// Element-wise instructions read dense fp32 rows in place and write dense fp32 rows directly
+// (each output element depends only on the inputs at its index, so dst may alias them).
+void tensorTensor(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    bool direct;
+    float* out = b.dstRow(o[0], direct);
+    applyRow(b.in.op0, b.row(0, o[1], 0), b.row(1, o[2], 1), out, n);
+    b.finish(out, direct, o[0]);
+  });
+}
+
+void tensorScalar(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    bool direct;
+    float* out = b.dstRow(o[0], direct);
+    const float* current = b.row(0, o[1], 0);
+    const std::pair<AluOp, std::pair<const Operand*, bool>> steps[] = {
+        {b.in.op0, {&b.in.operand0, b.in.reverse0}}, {b.in.op1, {&b.in.operand1, b.in.reverse1}}};
+    for (const auto& [op, operand] : steps) {
+      if (op == AluOp::kBypass) continue;
+      const float* y = b.operand(*operand.first, o, 1);
+      if (operand.second) {
+        applyRow(op, y, current, out, n);
+      } else {
+        applyRow(op, current, y, out, n);
+      }
+      current = out;
+    }
+    if (current != out) std::copy(current, current + n, out);
+    b.finish(out, direct, o[0]);
+  });
+}
+
+void activation(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  const bool plain = b.in.operand0.input < 0 && b.in.operand0.value == 1.f && b.in.operand1.input < 0 &&
+                     b.in.operand1.value == 0.f;
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    bool direct;
+    float* out = b.dstRow(o[0], direct);
+    const float* x = b.row(0, o[1], 0);
+    if (!plain) {
+      const float* scale = b.operand(b.in.operand0, o, 1);
+      const float* bias = b.operand(b.in.operand1, o, 2);
+      for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale[i] + bias[i];
+      x = out;
+    }
+    applyRow(b.in.function, x, out, n);
+    b.finish(out, direct, o[0]);
+  });
+}
+
+void memset(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    float* row = scratch(0, n);
+    std::fill(row, row + n, b.in.operand0.value);
+    b.storeDst(row, o[0]);
+  });
+}
+
+void iota(const Bound& b) {
+  const Access& dst = b.in.dst;
+  const int64_t n = inner(dst);
+  const auto& c = b.in.coefficients;
+  std::array<int64_t, kMaxAxes> index{};
+  forEachRow(dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    float* row = scratch(0, n);
+    double start = c.empty() ? 0.0 : c[0];
+    for (int a = 0; a + 1 < dst.rank; ++a) start += index[a] * static_cast<double>(c[1 + a]);
+    const double step = c[dst.rank];
+    for (int64_t i = 0; i < n; ++i) row[i] = static_cast<float>(start + i * step);
+    b.storeDst(row, o[0]);
+    for (int a = dst.rank - 2; a >= 0; --a) {
+      if (++index[a] < dst.sizes[a]) break;
+      index[a] = 0;
+    }
+  });
+}
+
+void scan(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    float *x = scratch(0, n), *y = scratch(1, n);
+    b.loadInput(0, o[1], x);
+    b.loadInput(1, o[2], y);
+    float acc = b.in.operand0.value;
+    for (int64_t i = 0; i < n; ++i) {
+      acc = apply(b.in.op1, apply(b.in.op0, acc, x[i]), y[i]);
+      x[i] = acc;
+    }
+    b.storeDst(x, o[0]);
+  });
+}
+
+void select(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    float *p = scratch(0, n), *x = scratch(1, n), *y = scratch(2, n);
+    b.loadInput(0, o[1], p);
+    b.loadInput(1, o[2], x);
+    b.loadInput(2, o[3], y);
+    for (int64_t i = 0; i < n; ++i) p[i] = p[i] != 0.f ? x[i] : y[i];
+    b.storeDst(p, o[0]);
+  });
+}
+
+void reduce(const Bound& b) {
+  const Access& data = b.in.inputs[0];
+  const Access& dst = b.in.dst;
+  const int kept = dst.rank;
+  // The reduced block under one dst element: data's trailing axes.
+  Access block;
+  block.tensor = data.tensor;
+  block.rank = data.rank - kept;
+  for (int a = 0; a < block.rank; ++a) {
+    block.sizes[a] = data.sizes[kept + a];
+    block.strides[a] = data.strides[kept + a];
+  }
+  const int64_t n = inner(block);
+  const std::size_t size = byteSize(b.input_types[0]);
+  const int64_t dst_n = inner(dst);
+  const std::vector<const Access*> views{&dst, &data};
+  // A dst of one axis is a single row of partitions: a partition stream's share of it is a range of
+  // that row's elements.
+  const bool share = dst.rank == 1 && b.row_end >= 0;
+  const int64_t j_begin = share ? b.row_begin : 0, j_end = share ? b.row_end : dst_n;
+  Bound walk = b;
+  if (share) walk.row_begin = 0, walk.row_end = 1;
+  forRows(walk, dst, views, [&](const std::array<int64_t, 8>& o) {
+    float* out = scratch(1, dst_n);
+    for (int64_t j = j_begin; j < j_end; ++j) {
+      Access here = block;
+      here.offset = o[1] + j * data.strides[kept - 1];
+      float acc = identityOf(b.in.op0);
+      bool first = true;
+      const bool has_identity = !std::isnan(identityOf(b.in.op0));
+      forEachRow(here, {&here}, [&](const std::array<int64_t, 8>& r) {
+        float* row = scratch(0, n);
+        loadRow(b.inputs[0] + r[0] * size, innerStride(block) * size, n, b.input_types[0], row);
+        if (has_identity) {
+          acc = reduceRow(b.in.op0, row, n, acc);
+          return;
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          acc = first ? row[i] : apply(b.in.op0, acc, row[i]);
+          first = false;
+        }
+      });
+      out[j] = b.in.negate ? -acc : acc;
+    }
+    const std::size_t dst_size = byteSize(b.dst_type);
+    storeRow(out + j_begin, j_end - j_begin, b.at(b.dst, b.dst_type, o[0] + j_begin * innerStride(dst)),
+             innerStride(dst) * dst_size, b.dst_type);
+  });
+}
+
+void scalarTensorTensor(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    bool direct;
+    float* out = b.dstRow(o[0], direct);
+    const float* data = b.row(0, o[1], 0);
+    const float* scalar = b.operand(b.in.operand0, o, 1);
+    if (b.in.reverse0) {
+      applyRow(b.in.op0, scalar, data, out, n);
+    } else {
+      applyRow(b.in.op0, data, scalar, out, n);
+    }
+    const float* other = b.row(1, o[2], 2);
+    if (b.in.reverse1) {
+      applyRow(b.in.op1, other, out, out, n);
+    } else {
+      applyRow(b.in.op1, out, other, out, n);
+    }
+    b.finish(out, direct, o[0]);
+  });
+}
+
+// Partition p of a view: its free axes only.
+Access partitionOf(const Access& view, int64_t p) {
+  Access part = view;
+  part.offset += p * view.strides[0];
+  part.sizes[0] = 1;
+  return part;
+}
+
+// Every element partition p of input k holds, in the row-major order of its free axes, in fp32.
+void gatherPartition(const Bound& b, int k, int64_t p, std::vector<float>& out) {
+  const Access part = partitionOf(b.in.inputs[k], p);
+  const std::size_t size = byteSize(b.input_types[k]);
+  const int64_t n = inner(part);
+  out.clear();
+  forEachRow(part, {&part}, [&](const std::array<int64_t, 8>& o) {
+    const std::size_t at = out.size();
+    out.resize(at + n);
+    loadRow(b.inputs[k] + o[0] * size, innerStride(part) * size, n, b.input_types[k], out.data() + at);
+  });
+}
+
+// Writes `values` over partition p of dst, in the row-major order of its free axes.
+void scatterPartition(const Bound& b, int64_t p, const float* values) {
+  const Access part = partitionOf(b.in.dst, p);
+  const std::size_t size = byteSize(b.dst_type);
+  const int64_t n = inner(part);
+  int64_t done = 0;
+  forEachRow(part, {&part}, [&](const std::array<int64_t, 8>& o) {
+    storeRow(values + done, n, b.dst + o[0] * size, innerStride(part) * size, b.dst_type);
+    done += n;
+  });
+}
+
+void max8(const Bound& b) {
+  std::vector<float> data;
+  for (int64_t p = 0; p < b.in.dst.sizes[0]; ++p) {
+    gatherPartition(b, 0, p, data);
+    // NaN compares as the largest value, so that it shows rather than vanishes.
+    const auto larger = [](float x, float y) { return std::isnan(x) ? !std::isnan(y) : x > y; };
+    std::partial_sort(data.begin(), data.begin() + 8, data.end(), larger);
+    scatterPartition(b, p, data.data());
+  }
+}
+
+// Indices of the first occurrences; a value that occurs again among vals takes its next occurrence;
+// a value not found gets all ones, as the hardware writes.
+void findIndex8(const Bound& b) {
+  std::vector<float> data, vals;
+  const bool wide = b.dst_type == Dtype::kUInt32;
+  for (int64_t p = 0; p < b.in.dst.sizes[0]; ++p) {
+    gatherPartition(b, 0, p, data);
+    gatherPartition(b, 1, p, vals);
+    uint32_t found[8];
+    for (int j = 0; j < 8; ++j) {
+      int earlier = 0;
+      for (int e = 0; e < j; ++e) earlier += vals[e] == vals[j];
+      found[j] = wide ? 0xffffffffu : 0xffffu;
+      for (std::size_t i = 0; i < data.size(); ++i) {
+        if (data[i] == vals[j] && earlier-- == 0) {
+          found[j] = static_cast<uint32_t>(i);
+          break;
+        }
+      }
+    }
+    // Written as integers: all ones has no exact fp32 value.
+    const Access part = partitionOf(b.in.dst, p);
+    int j = 0;
+    forEachRow(part, {&part}, [&](const std::array<int64_t, 8>& o) {
+      for (int64_t i = 0; i < inner(part); ++i, ++j) {
+        const int64_t element = o[0] + i * innerStride(part);
+        if (wide) {
+          std::memcpy(b.at(b.dst, b.dst_type, element), &found[j], 4);
+        } else {
+          const auto narrow = static_cast<uint16_t>(found[j]);
+          std::memcpy(b.at(b.dst, b.dst_type, element), &narrow, 2);
+        }
+      }
+    });
+  }
+}
+
+// (count, mean, variance * count) of x[first], x[first + 2], ...; an empty group is (0, 0, 0).
+void groupStatistics(const std::vector<float>& x, std::size_t first, float* out) {
+  double count = 0, sum = 0;
+  for (std::size_t i = first; i < x.size(); i += 2) count += 1, sum += x[i];
+  const double mean = count > 0 ? sum / count : 0.0;
+  double squares = 0;
+  for (std::size_t i = first; i < x.size(); i += 2) squares += (x[i] - mean) * (x[i] - mean);
+  out[0] = static_cast<float>(count);
+  out[1] = static_cast<float>(mean);
+  out[2] = static_cast<float>(squares);
+}
+
+void bnStats(const Bound& b) {
+  std::vector<float> data;
+  for (int64_t p = 0; p < b.in.dst.sizes[0]; ++p) {
+    gatherPartition(b, 0, p, data);
+    float stats[6];
+    groupStatistics(data, 0, stats);
+    groupStatistics(data, 1, stats + 3);
+    scatterPartition(b, p, stats);
+  }
+}
+
+// Chan's combination of the groups: mean of all, and the population variance.
+void bnAggr(const Bound& b) {
+  std::vector<float> triples;
+  for (int64_t p = 0; p < b.in.dst.sizes[0]; ++p) {
+    gatherPartition(b, 0, p, triples);
+    double count = 0, sum = 0;
+    for (std::size_t t = 0; t + 2 < triples.size(); t += 3) count += triples[t], sum += triples[t] * double(triples[t + 1]);
+    const double mean = sum / count;
+    double squares = 0;
+    for (std::size_t t = 0; t + 2 < triples.size(); t += 3) {
+      const double offset = triples[t + 1] - mean;
+      squares += triples[t + 2] + triples[t] * offset * offset;
+    }
+    const float result[2] = {static_cast<float>(mean), static_cast<float>(squares / count)};
+    scatterPartition(b, p, result);
+  }
+}
+
+// A [rows, cols] tile widened into a dense fp32 matrix.
+void widen(const char* base, Dtype type, const Access& access, float* out) {
+  const std::size_t size = byteSize(type);
+  for (int64_t r = 0; r < access.sizes[0]; ++r) {
+    loadRow(base + (access.offset + r * access.strides[0]) * size, access.strides[1] * size, access.sizes[1], type,
+            out + r * access.sizes[1]);
+  }
+}
+
+// out[M, N] += s[K, M]^T @ m[K, N], dense fp32. Blocks of 4 output rows by 64
+// columns stay in registers across the whole contraction (16 AVX-512
+// accumulators); the same loops compiled for each SIMD level, chosen by
+// runtime/SimdLevel.h (so TORCH_NEURONX_SIMD reaches the weaker CPUs' code).
+// kRows x kCols accumulators fill the registers: 4 x 64 fp32 with AVX-512's 32, 4 x 16 with AVX2's 16.
+template <int64_t kRows, int64_t kCols>
+__attribute__((always_inline)) inline void multiplyBlocks(const float* s, const float* m, float* out, int64_t K,
+                                                          int64_t M, int64_t N) {
+  const int64_t full_rows = M / kRows * kRows, full_cols = N / kCols * kCols;
+  for (int64_t i0 = 0; i0 < full_rows; i0 += kRows) {
+    for (int64_t j0 = 0; j0 < full_cols; j0 += kCols) {
+      float acc[kRows][kCols];  // unrolled so that it stays in registers
+#pragma GCC unroll 4
+      for (int64_t r = 0; r < kRows; ++r) {
+        for (int64_t j = 0; j < kCols; ++j) acc[r][j] = out[(i0 + r) * N + j0 + j];
+      }
+      for (int64_t k = 0; k < K; ++k) {
+        const float* source = m + k * N + j0;
+#pragma GCC unroll 4
+        for (int64_t r = 0; r < kRows; ++r) {
+          const float weight = s[k * M + i0 + r];
+#pragma GCC unroll 64
+          for (int64_t j = 0; j < kCols; ++j) acc[r][j] += weight * source[j];
+        }
+      }
+#pragma GCC unroll 4
+      for (int64_t r = 0; r < kRows; ++r) {
+        for (int64_t j = 0; j < kCols; ++j) out[(i0 + r) * N + j0 + j] = acc[r][j];
+      }
+    }
+  }
+  // The edges: rows past the last block of 4, columns past the last block of 64.
+  for (int64_t i = 0; i < M; ++i) {
+    const int64_t j_start = i < full_rows ? full_cols : 0;
+    float* row = out + i * N;
+    for (int64_t k = 0; k < K; ++k) {
+      const float weight = s[k * M + i];
+      const float* source = m + k * N;
+      for (int64_t j = j_start; j < N; ++j) row[j] += weight * source[j];
+    }
+  }
+}
+
+__attribute__((target("avx512f"))) void multiplyAvx512(const float* s, const float* m, float* out, int64_t K,
+                                                       int64_t M, int64_t N) {
+  multiplyBlocks<4, 64>(s, m, out, K, M, N);
+}
+
+__attribute__((target("avx2,fma"))) void multiplyAvx2(const float* s, const float* m, float* out, int64_t K,
+                                                      int64_t M, int64_t N) {
+  multiplyBlocks<4, 16>(s, m, out, K, M, N);
+}
+
+void multiplyInto(const float* s, const float* m, float* out, int64_t K, int64_t M, int64_t N) {
+  const nrt::SimdLevel level = nrt::simdLevel();
+  if (level >= nrt::SimdLevel::kAvx512) return multiplyAvx512(s, m, out, K, M, N);
+  if (level >= nrt::SimdLevel::kAvx2) return multiplyAvx2(s, m, out, K, M, N);
+  multiplyBlocks<4, 4>(s, m, out, K, M, N);
+}
+
+// A matmul of fewer multiply-adds runs on one thread (4M: about 2 us of one core's AMX tiles).
+constexpr int64_t kMinParallelMacs = int64_t{4} << 20;
+constexpr int64_t kColumnBand = 64;  // result columns: a multiple of both bf16 kernels' column blocks
+
+void matmul(const Bound& b) {
+  const Access &stationary = b.in.inputs[0], &moving = b.in.inputs[1];
+  const int64_t K = stationary.sizes[0], M = stationary.sizes[1], N = moving.sizes[1];
+  const Access& dst = b.in.dst;
+  const bool paired = b.input_types[0] == Dtype::kBFloat16 && b.input_types[1] == Dtype::kBFloat16 &&
+                      hasBf16Pairs();
+  // An fp32 PSUM tile with unit column stride is accumulated in place, as the Tensor engine does.
+  const bool in_place = paired && b.dst_type == Dtype::kFloat32 && dst.strides[1] == 1;
+  float* out = in_place ? reinterpret_cast<float*>(b.dst) + dst.offset : scratch(2, M * N);
+  const int64_t out_rows = in_place ? dst.strides[0] : N;
+  if (!b.in.accumulate) {
+    for (int64_t i = 0; i < M; ++i) std::fill(out + i * out_rows, out + i * out_rows + N, 0.f);
+  } else if (!in_place) {
+    widen(b.dst, b.dst_type, dst, out);
+  }
+  if (paired) {
+    const auto* s = reinterpret_cast<const uint16_t*>(b.inputs[0]) + stationary.offset;
+    const auto* m = reinterpret_cast<const uint16_t*>(b.inputs[1]) + moving.offset;
+    const auto multiply = hasAmxTiles() ? multiplyBf16Amx : multiplyBf16;
+    // Bands of result columns on the host's threads, each packing the stationary tile for itself.
+    const int64_t bands = (N + kColumnBand - 1) / kColumnBand;
+    const int64_t min_bands = std::max<int64_t>(1, kMinParallelMacs / std::max<int64_t>(K * M * kColumnBand, 1));
+    parallelFor(bands, min_bands, [&](int64_t first, int64_t last) {
+      const int64_t j0 = first * kColumnBand, j1 = std::min(N, last * kColumnBand);
+      multiply(s, stationary.strides[0], stationary.strides[1], m + j0 * moving.strides[1], moving.strides[0],
+               moving.strides[1], out + j0, out_rows, K, M, j1 - j0);
+    });
+  } else {
+    float* s = scratch(0, K * M);
+    float* m = scratch(1, K * N);
+    widen(b.inputs[0], b.input_types[0], stationary, s);
+    widen(b.inputs[1], b.input_types[1], moving, m);
+    multiplyInto(s, m, out, K, M, N);
+  }
+  if (in_place) return;
+  const std::size_t size = byteSize(b.dst_type);
+  for (int64_t i = 0; i < M; ++i) {
+    storeRow(out + i * N, N, b.dst + (dst.offset + i * dst.strides[0]) * size, dst.strides[1] * size, b.dst_type);
+  }
+}
+
+void transpose(const Bound& b) {
+  Instruction swapped = b.in;
+  Access& src = swapped.inputs[0];
+  std::swap(src.sizes[0], src.sizes[1]);
+  std::swap(src.strides[0], src.strides[1]);
+  Bound as_copy{swapped, b.dst, b.dst_type, b.inputs, b.input_types, b.rows_independent, b.row_begin, b.row_end};
+  copy(as_copy);
+}
+
+bool sameView(const Access& a, const Access& b) {
+  return a.tensor == b.tensor && a.offset == b.offset && a.rank == b.rank && a.sizes == b.sizes &&
+         a.strides == b.strides;
+}
+
+}  // namespace
+
+char* Bound::at(char* base, Dtype type, int64_t element) const { return base + element * byteSize(type); }
+
+void Bound::loadInput(int k, int64_t offset, float* out) const {
+  const Access& access = in.inputs[k];
+  loadRow(at(inputs[k], input_types[k], offset), innerStride(access) * byteSize(input_types[k]), inner(access),
+          input_types[k], out);
+}
+
+void Bound::storeDst(const float* values, int64_t offset) const {
+  storeRow(values, inner(in.dst), at(dst, dst_type, offset), innerStride(in.dst) * byteSize(dst_type), dst_type);
+}
+
+void Bound::loadDst(int64_t offset, float* out) const {
+  loadRow(at(dst, dst_type, offset), innerStride(in.dst) * byteSize(dst_type), inner(in.dst), dst_type, out);
+}
+
+const float* Bound::row(int k, int64_t offset, int slot) const {
+  if (input_types[k] == Dtype::kFloat32 && innerStride(in.inputs[k]) == 1) {
+    return reinterpret_cast<const float*>(inputs[k]) + offset;
+  }
+  float* widened = scratch(slot, inner(in.inputs[k]));
+  loadInput(k, offset, widened);
+  return widened;
+}
+
+float* Bound::dstRow(int64_t offset, bool& direct) const {
+  direct = dst_type == Dtype::kFloat32 && innerStride(in.dst) == 1;
+  return direct ? reinterpret_cast<float*>(dst) + offset : scratch(3, inner(in.dst));
+}
+
+void Bound::finish(float* values, bool direct, int64_t offset) const {
+  if (!direct) storeDst(values, offset);
+}
+
+const float* Bound::operand(const Operand& operand, const std::array<int64_t, 8>& offsets, int slot) const {
+  if (operand.input >= 0) return row(operand.input, offsets[1 + operand.input], slot);
+  float* repeated = scratch(slot, inner(in.dst));
+  std::fill(repeated, repeated + inner(in.dst), operand.value);
+  return repeated;
+}
+
+std::vector<const Access*> Bound::views() const {
+  std::vector<const Access*> all{&in.dst};
+  for (const Access& input : in.inputs) all.push_back(&input);
+  return all;
+}
+
+void execute(const Bound& b) {
+  switch (b.in.opcode) {
+    case Opcode::kDmaCopy:
+    case Opcode::kTensorCopy:
+      copy(b);
+      break;
+    case Opcode::kMatmul:
+      matmul(b);
+      break;
+    case Opcode::kTranspose:
+      transpose(b);
+      break;
+    case Opcode::kTensorTensor:
+      tensorTensor(b);
+      break;
+    case Opcode::kTensorScalar:
+      tensorScalar(b);
+      break;
+    case Opcode::kActivation:
+      activation(b);
+      break;
+    case Opcode::kTensorReduce:
+      reduce(b);
+      break;
+    case Opcode::kMemset:
+      memset(b);
+      break;
+    case Opcode::kIota:
+      iota(b);
+      break;
+    case Opcode::kTensorTensorScan:
+      scan(b);
+      break;
+    case Opcode::kSelect:
+      select(b);
+      break;
+    case Opcode::kScalarTensorTensor:
+      scalarTensorTensor(b);
+      break;
+    case Opcode::kMax8:
+      max8(b);
+      break;
+    case Opcode::kFindIndex8:
+      findIndex8(b);
+      break;
+    case Opcode::kBnStats:
+      bnStats(b);
+      break;
+    case Opcode::kBnAggr:
+      bnAggr(b);
+      break;
+  }
+}
+
+int64_t rowsOf(const Instruction& in) {
+  return in.opcode == Opcode::kTensorReduce && in.dst.rank == 1 ? in.dst.sizes[0] : rowCount(in.dst);
+}
+
+bool rowsIndependent(const Program& program, const Instruction& in) {
+  switch (in.opcode) {
+    case Opcode::kIota:  // numbers its rows as it walks them
+    case Opcode::kMatmul:
+    case Opcode::kMax8:
+    case Opcode::kFindIndex8:
+    case Opcode::kBnStats:
+    case Opcode::kBnAggr:
+      return false;
+    default:
+      break;
+  }
+  const bool elementwise = in.opcode != Opcode::kTranspose && in.opcode != Opcode::kTensorReduce;
+  const bool dst_in_hbm = program.tensors[in.dst.tensor].argument >= 0;
+  for (const Access& input : in.inputs) {
+    if (input.tensor != in.dst.tensor) {
+      if (dst_in_hbm && program.tensors[input.tensor].argument >= 0) return false;
+      continue;
+    }
+    const bool disjoint = input.highest() <= in.dst.lowest() || in.dst.highest() <= input.lowest();
+    if (!disjoint && !(elementwise && sameView(input, in.dst))) return false;
+  }
+  return true;
+}
+
+
+
+}  // namespace nki

@@ -1,0 +1,51 @@
+// One instruction with its tensors resolved to addresses, and what each
+// opcode does: the engines' arithmetic, a row at a time (a row: one index of
+// all but the last axis of what the instruction writes; for a 2-D tile, a
+// partition), in fp32 with vectorised loops; matmuls on the GEMM kernels.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "nki_runtime/Dtype.h"
+#include "nki_runtime/Program.h"
+
+namespace nki {
+
+struct Bound {
+  const Instruction& in;
+  char* dst;
+  Dtype dst_type;
+  std::vector<char*> inputs;
+  std::vector<Dtype> input_types;
+  bool rows_independent = false;  // no row reads what another row of the instruction writes
+  // Only rows [row_begin, row_end), on the calling thread; row_end < 0: every row (maybe on several threads).
+  int64_t row_begin = 0;
+  int64_t row_end = -1;
+
+  char* at(char* base, Dtype type, int64_t element) const;
+  void loadInput(int k, int64_t offset, float* out) const;
+  void storeDst(const float* values, int64_t offset) const;
+  void loadDst(int64_t offset, float* out) const;
+  // Input k's row in fp32: in place when it is a dense fp32 row, else widened into scratch `slot`.
+  const float* row(int k, int64_t offset, int slot) const;
+  // Where a row of results goes: dst itself when it is a dense fp32 row (then `direct`), else scratch.
+  float* dstRow(int64_t offset, bool& direct) const;
+  void finish(float* values, bool direct, int64_t offset) const;
+  // An operand row: its input's elements, or the immediate repeated.
+  const float* operand(const Operand& operand, const std::array<int64_t, 8>& offsets, int slot) const;
+  std::vector<const Access*> views() const;
+};
+
+void execute(const Bound& b);
+
+// The rows execute() walks: the indices of all but the last axis of the dst (a reduction into one axis: its elements).
+int64_t rowsOf(const Instruction& in);
+
+// Whether an instruction's rows may run in any order, on several threads: each input is another
+// tensor, or the very view written by an element-wise instruction (which reads each element before
+// writing it), or elements the instruction does not write. Two HBM arguments may be one buffer.
+bool rowsIndependent(const Program& program, const Instruction& in);
+
+}  // namespace nki
