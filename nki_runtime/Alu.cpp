@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/SimdLevel.h"
+
 namespace nki {
 
 float apply(AluOp op, float a, float b) {
@@ -103,42 +105,164 @@ float apply(Function function, float x) {
   return x;
 }
 
-void applyRow(AluOp op, const float* a, const float* b, float* out, int64_t n) {
+namespace {
+
+// The element-wise loops of the common operators, compiled for each SIMD level (the results are the same
+// on each: one IEEE operation per element) and picked by runtime/SimdLevel.h.
+struct Add { __attribute__((always_inline)) float operator()(float a, float b) const { return a + b; } };
+struct Subtract { __attribute__((always_inline)) float operator()(float a, float b) const { return a - b; } };
+struct Multiply { __attribute__((always_inline)) float operator()(float a, float b) const { return a * b; } };
+struct Divide { __attribute__((always_inline)) float operator()(float a, float b) const { return a / b; } };
+
+// b_step 0: b[0] for every element (an operand of one value).
+template <typename Op>
+__attribute__((always_inline)) inline void loop(const float* a, const float* b, int64_t b_step, float* out, int64_t n,
+                                                bool b_first, Op op) {
+  if (b_step == 0) {
+    const float s = b[0];
+    if (b_first) {
+      for (int64_t i = 0; i < n; ++i) out[i] = op(s, a[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) out[i] = op(a[i], s);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) out[i] = b_first ? op(b[i], a[i]) : op(a[i], b[i]);
+}
+
+__attribute__((always_inline)) inline bool arithmetic(AluOp op, const float* a, const float* b, int64_t b_step,
+                                                      float* out, int64_t n, bool b_first) {
   switch (op) {
-    case AluOp::kAdd:
-      for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
-      return;
-    case AluOp::kSubtract:
-      for (int64_t i = 0; i < n; ++i) out[i] = a[i] - b[i];
-      return;
-    case AluOp::kMultiply:
-      for (int64_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
-      return;
-    case AluOp::kDivide:
-      for (int64_t i = 0; i < n; ++i) out[i] = a[i] / b[i];
-      return;
-    default:
-      for (int64_t i = 0; i < n; ++i) out[i] = apply(op, a[i], b[i]);
+    case AluOp::kAdd: loop(a, b, b_step, out, n, b_first, Add{}); return true;
+    case AluOp::kSubtract: loop(a, b, b_step, out, n, b_first, Subtract{}); return true;
+    case AluOp::kMultiply: loop(a, b, b_step, out, n, b_first, Multiply{}); return true;
+    case AluOp::kDivide: loop(a, b, b_step, out, n, b_first, Divide{}); return true;
+    default: return false;
   }
 }
 
-void applyRow(Function function, const float* x, float* out, int64_t n) {
+__attribute__((target("avx512f"))) bool arithmeticAvx512(AluOp op, const float* a, const float* b, int64_t b_step,
+                                                         float* out, int64_t n, bool b_first) {
+  return arithmetic(op, a, b, b_step, out, n, b_first);
+}
+
+__attribute__((target("avx2"))) bool arithmeticAvx2(AluOp op, const float* a, const float* b, int64_t b_step,
+                                                    float* out, int64_t n, bool b_first) {
+  return arithmetic(op, a, b, b_step, out, n, b_first);
+}
+
+bool arithmeticAtLevel(AluOp op, const float* a, const float* b, int64_t b_step, float* out, int64_t n,
+                       bool b_first) {
+  const nrt::SimdLevel level = nrt::simdLevel();
+  if (level >= nrt::SimdLevel::kAvx512) return arithmeticAvx512(op, a, b, b_step, out, n, b_first);
+  if (level >= nrt::SimdLevel::kAvx2) return arithmeticAvx2(op, a, b, b_step, out, n, b_first);
+  return arithmetic(op, a, b, b_step, out, n, b_first);
+}
+
+// (a[i] op0 s) op1 b[i] in one pass, operands on either side; the pairs of adds and multiplies only.
+template <typename Op0, typename Op1>
+__attribute__((always_inline)) inline void fusedLoop(const float* a, float s, bool s_first, const float* b,
+                                                     bool b_first, float* out, int64_t n, Op0 op0, Op1 op1) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = s_first ? op0(s, a[i]) : op0(a[i], s);
+    out[i] = b_first ? op1(b[i], x) : op1(x, b[i]);
+  }
+}
+
+template <typename Op0>
+__attribute__((always_inline)) inline bool fusedSecond(const float* a, float s, bool s_first, AluOp op1,
+                                                       const float* b, bool b_first, float* out, int64_t n, Op0 op0) {
+  switch (op1) {
+    case AluOp::kAdd: fusedLoop(a, s, s_first, b, b_first, out, n, op0, Add{}); return true;
+    case AluOp::kMultiply: fusedLoop(a, s, s_first, b, b_first, out, n, op0, Multiply{}); return true;
+    default: return false;
+  }
+}
+
+__attribute__((always_inline)) inline bool fused(AluOp op0, const float* a, float s, bool s_first, AluOp op1,
+                                                 const float* b, bool b_first, float* out, int64_t n) {
+  switch (op0) {
+    case AluOp::kAdd: return fusedSecond(a, s, s_first, op1, b, b_first, out, n, Add{});
+    case AluOp::kMultiply: return fusedSecond(a, s, s_first, op1, b, b_first, out, n, Multiply{});
+    default: return false;
+  }
+}
+
+__attribute__((target("avx512f"))) bool fusedAvx512(AluOp op0, const float* a, float s, bool s_first, AluOp op1,
+                                                    const float* b, bool b_first, float* out, int64_t n) {
+  return fused(op0, a, s, s_first, op1, b, b_first, out, n);
+}
+
+__attribute__((target("avx2"))) bool fusedAvx2(AluOp op0, const float* a, float s, bool s_first, AluOp op1,
+                                               const float* b, bool b_first, float* out, int64_t n) {
+  return fused(op0, a, s, s_first, op1, b, b_first, out, n);
+}
+
+}  // namespace
+
+void applyRowScalarThenRow(AluOp op0, const float* a, float scalar, bool scalar_first, AluOp op1, const float* b,
+                           bool b_first, float* out, int64_t n) {
+  const nrt::SimdLevel level = nrt::simdLevel();
+  const bool done = level >= nrt::SimdLevel::kAvx512 ? fusedAvx512(op0, a, scalar, scalar_first, op1, b, b_first, out, n)
+                    : level >= nrt::SimdLevel::kAvx2 ? fusedAvx2(op0, a, scalar, scalar_first, op1, b, b_first, out, n)
+                                                      : fused(op0, a, scalar, scalar_first, op1, b, b_first, out, n);
+  if (done) return;
+  applyRowScalar(op0, a, scalar, out, n, scalar_first);
+  if (b_first) {
+    applyRow(op1, b, out, out, n);
+  } else {
+    applyRow(op1, out, b, out, n);
+  }
+}
+
+void applyRow(AluOp op, const float* a, const float* b, float* out, int64_t n) {
+  if (arithmeticAtLevel(op, a, b, 1, out, n, false)) return;
+  for (int64_t i = 0; i < n; ++i) out[i] = apply(op, a[i], b[i]);
+}
+
+void applyRowScalar(AluOp op, const float* a, float scalar, float* out, int64_t n, bool scalar_first) {
+  if (arithmeticAtLevel(op, a, &scalar, 0, out, n, scalar_first)) return;
+  for (int64_t i = 0; i < n; ++i) out[i] = scalar_first ? apply(op, scalar, a[i]) : apply(op, a[i], scalar);
+}
+
+namespace {
+
+__attribute__((always_inline)) inline bool simpleFunction(Function function, const float* x, float* out, int64_t n) {
   switch (function) {
     case Function::kCopy:
       for (int64_t i = 0; i < n; ++i) out[i] = x[i];
-      return;
+      return true;
     case Function::kRelu:
       for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 0.f ? x[i] : 0.f;
-      return;
+      return true;
     case Function::kSquare:
       for (int64_t i = 0; i < n; ++i) out[i] = x[i] * x[i];
-      return;
+      return true;
     case Function::kRsqrt:
       for (int64_t i = 0; i < n; ++i) out[i] = 1.f / std::sqrt(x[i]);
-      return;
+      return true;
     default:
-      for (int64_t i = 0; i < n; ++i) out[i] = apply(function, x[i]);
+      return false;
   }
+}
+
+__attribute__((target("avx512f"))) bool simpleAvx512(Function function, const float* x, float* out, int64_t n) {
+  return simpleFunction(function, x, out, n);
+}
+
+__attribute__((target("avx2"))) bool simpleAvx2(Function function, const float* x, float* out, int64_t n) {
+  return simpleFunction(function, x, out, n);
+}
+
+}  // namespace
+
+void applyRow(Function function, const float* x, float* out, int64_t n) {
+  const nrt::SimdLevel level = nrt::simdLevel();
+  const bool done = level >= nrt::SimdLevel::kAvx512 ? simpleAvx512(function, x, out, n)
+                    : level >= nrt::SimdLevel::kAvx2 ? simpleAvx2(function, x, out, n)
+                                                      : simpleFunction(function, x, out, n);
+  if (done) return;
+  for (int64_t i = 0; i < n; ++i) out[i] = apply(function, x[i]);
 }
 
 namespace {

@@ -8,9 +8,16 @@ namespace nki {
 float apply(AluOp op, float a, float b);
 float apply(Function function, float x);
 
-// out[i] = a[i] op b[i] over n elements; a loop the compiler vectorises for the common operators.
+// out[i] = a[i] op b[i] over n elements; for the common operators and functions, loops vectorised for the
+// SIMD level in use.
 void applyRow(AluOp op, const float* a, const float* b, float* out, int64_t n);
 void applyRow(Function function, const float* x, float* out, int64_t n);
+// out[i] = a[i] op scalar, or scalar op a[i].
+void applyRowScalar(AluOp op, const float* a, float scalar, float* out, int64_t n, bool scalar_first);
+// out[i] = (a[i] op0 scalar) op1 b[i] (each operand on the other side if so told): scalar_tensor_tensor
+// in one pass where both operators are adds or multiplies.
+void applyRowScalarThenRow(AluOp op0, const float* a, float scalar, bool scalar_first, AluOp op1, const float* b,
+                           bool b_first, float* out, int64_t n);
 
 // `initial` op x[0] op x[1] ... op x[n - 1]. Sums, products, maxima and minima in eight interleaved
 // partial results, which the compiler vectorises (a sum's rounding then differs from the sequential

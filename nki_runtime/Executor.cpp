@@ -11,8 +11,11 @@ namespace nki {
 namespace {
 
 constexpr int64_t kAlignment = 64;
+// A DMA into an HBM tensor of this size or more stores around the CPU's caches: the kernel's output is
+// larger than what they would keep of it.
+constexpr int64_t kBypassCachesBytes = int64_t{16} << 20;
 // A partition stream takes this many bytes of its instructions' rows at a step: within a core's L2.
-constexpr int64_t kStreamStepBytes = int64_t{256} << 10;
+constexpr int64_t kStreamStepBytes = int64_t{1024} << 10;
 
 int64_t rowBytes(const Program& program, const Access& access) {
   return access.sizes[access.rank - 1] * static_cast<int64_t>(byteSize(program.tensors[access.tensor].dtype));
@@ -133,10 +136,15 @@ Bound Executor::bind(const std::vector<void*>& hbm, char* arena, int32_t index) 
   const Instruction& in = program_.instructions[index];
   Bound bound{in, base(hbm, arena, in.dst.tensor), program_.tensors[in.dst.tensor].dtype, {}, {},
               rows_independent_[index] != 0};
+  bool from_chip = true;
   for (const Access& input : in.inputs) {
     bound.inputs.push_back(base(hbm, arena, input.tensor));
     bound.input_types.push_back(program_.tensors[input.tensor].dtype);
+    from_chip = from_chip && program_.tensors[input.tensor].memory != Memory::kHbm;
   }
+  const TensorInfo& target = program_.tensors[in.dst.tensor];
+  bound.streaming_stores = in.opcode == Opcode::kDmaCopy && target.memory == Memory::kHbm && from_chip &&
+                           target.elements() * static_cast<int64_t>(byteSize(target.dtype)) >= kBypassCachesBytes;
   return bound;
 }
 

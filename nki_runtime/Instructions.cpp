@@ -1,5 +1,7 @@
 #include "nki_runtime/Instructions.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -102,14 +104,28 @@ void forRows(const Bound& b, const Access& shape, const std::vector<const Access
   parallelFor(rows, min_rows, [&](int64_t begin, int64_t end) { forEachRow(shape, views, row, begin, end); });
 }
 
+// dst and src do not overlap. The non-temporal stores are ordered before the row counts as done.
+__attribute__((target("avx2"))) void copyBypassingCaches(char* dst, const char* src, int64_t bytes) {
+  for (; bytes > 0 && (reinterpret_cast<uintptr_t>(dst) & 31) != 0; --bytes) *dst++ = *src++;
+  for (; bytes >= 32; bytes -= 32, dst += 32, src += 32) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
+  }
+  std::memcpy(dst, src, bytes);
+  _mm_sfence();
+}
+
 void copy(const Bound& b) {
   const int64_t n = inner(b.in.dst);
   const Access& src = b.in.inputs[0];
   const bool raw = b.dst_type == b.input_types[0] && innerStride(b.in.dst) == 1 && innerStride(src) == 1;
+  const bool bypass = raw && b.streaming_stores && nrt::simdLevel() >= nrt::SimdLevel::kAvx2;
   forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
     if (raw) {
       const std::size_t size = byteSize(b.dst_type);
-      std::memmove(b.at(b.dst, b.dst_type, o[0]), b.at(b.inputs[0], b.input_types[0], o[1]), n * size);
+      char* to = b.at(b.dst, b.dst_type, o[0]);
+      const char* from = b.at(b.inputs[0], b.input_types[0], o[1]);
+      if (bypass) return copyBypassingCaches(to, from, n * static_cast<int64_t>(size));
+      std::memmove(to, from, n * size);
       return;
     }
     float* row = scratch(0, n);
@@ -140,11 +156,13 @@ void tensorScalar(const Bound& b) {
         {b.in.op0, {&b.in.operand0, b.in.reverse0}}, {b.in.op1, {&b.in.operand1, b.in.reverse1}}};
     for (const auto& [op, operand] : steps) {
       if (op == AluOp::kBypass) continue;
-      const float* y = b.operand(*operand.first, o, 1);
-      if (operand.second) {
-        applyRow(op, y, current, out, n);
+      float value;
+      if (b.scalarOperand(*operand.first, o, value)) {
+        applyRowScalar(op, current, value, out, n, operand.second);
+      } else if (operand.second) {
+        applyRow(op, b.operand(*operand.first, o, 1), current, out, n);
       } else {
-        applyRow(op, current, y, out, n);
+        applyRow(op, current, b.operand(*operand.first, o, 1), out, n);
       }
       current = out;
     }
@@ -247,9 +265,7 @@ void reduce(const Bound& b) {
   // that row's elements.
   const bool share = dst.rank == 1 && b.row_end >= 0;
   const int64_t j_begin = share ? b.row_begin : 0, j_end = share ? b.row_end : dst_n;
-  Bound walk = b;
-  if (share) walk.row_begin = 0, walk.row_end = 1;
-  forRows(walk, dst, views, [&](const std::array<int64_t, 8>& o) {
+  const auto reduceDstRow = [&](const std::array<int64_t, 8>& o) {
     float* out = scratch(1, dst_n);
     for (int64_t j = j_begin; j < j_end; ++j) {
       Access here = block;
@@ -257,9 +273,15 @@ void reduce(const Bound& b) {
       float acc = identityOf(b.in.op0);
       bool first = true;
       const bool has_identity = !std::isnan(identityOf(b.in.op0));
+      const bool dense = b.input_types[0] == Dtype::kFloat32 && innerStride(block) == 1;
       forEachRow(here, {&here}, [&](const std::array<int64_t, 8>& r) {
-        float* row = scratch(0, n);
-        loadRow(b.inputs[0] + r[0] * size, innerStride(block) * size, n, b.input_types[0], row);
+        const char* at = b.inputs[0] + r[0] * size;
+        const float* row = reinterpret_cast<const float*>(at);  // a dense fp32 row is read in place
+        if (!dense) {
+          float* widened = scratch(0, n);
+          loadRow(at, innerStride(block) * size, n, b.input_types[0], widened);
+          row = widened;
+        }
         if (has_identity) {
           acc = reduceRow(b.in.op0, row, n, acc);
           return;
@@ -274,7 +296,9 @@ void reduce(const Bound& b) {
     const std::size_t dst_size = byteSize(b.dst_type);
     storeRow(out + j_begin, j_end - j_begin, b.at(b.dst, b.dst_type, o[0] + j_begin * innerStride(dst)),
              innerStride(dst) * dst_size, b.dst_type);
-  });
+  };
+  if (share) return forEachRow(dst, views, reduceDstRow, 0, 1);
+  forRows(b, dst, views, reduceDstRow);
 }
 
 void scalarTensorTensor(const Bound& b) {
@@ -283,11 +307,16 @@ void scalarTensorTensor(const Bound& b) {
     bool direct;
     float* out = b.dstRow(o[0], direct);
     const float* data = b.row(0, o[1], 0);
-    const float* scalar = b.operand(b.in.operand0, o, 1);
+    float value;
+    if (b.scalarOperand(b.in.operand0, o, value)) {
+      applyRowScalarThenRow(b.in.op0, data, value, b.in.reverse0, b.in.op1, b.row(1, o[2], 2), b.in.reverse1, out, n);
+      b.finish(out, direct, o[0]);
+      return;
+    }
     if (b.in.reverse0) {
-      applyRow(b.in.op0, scalar, data, out, n);
+      applyRow(b.in.op0, b.operand(b.in.operand0, o, 1), data, out, n);
     } else {
-      applyRow(b.in.op0, data, scalar, out, n);
+      applyRow(b.in.op0, data, b.operand(b.in.operand0, o, 1), out, n);
     }
     const float* other = b.row(1, o[2], 2);
     if (b.in.reverse1) {
@@ -590,6 +619,17 @@ const float* Bound::operand(const Operand& operand, const std::array<int64_t, 8>
   float* repeated = scratch(slot, inner(in.dst));
   std::fill(repeated, repeated + inner(in.dst), operand.value);
   return repeated;
+}
+
+bool Bound::scalarOperand(const Operand& operand, const std::array<int64_t, 8>& offsets, float& value) const {
+  if (operand.input < 0) {
+    value = operand.value;
+    return true;
+  }
+  if (innerStride(in.inputs[operand.input]) != 0) return false;
+  value = toFloat(at(inputs[operand.input], input_types[operand.input], offsets[1 + operand.input]),
+                  input_types[operand.input]);
+  return true;
 }
 
 std::vector<const Access*> Bound::views() const {

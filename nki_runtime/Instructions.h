@@ -23,6 +23,9 @@ struct Bound {
   // Only rows [row_begin, row_end), on the calling thread; row_end < 0: every row (maybe on several threads).
   int64_t row_begin = 0;
   int64_t row_end = -1;
+  // A DMA from on-chip memory into an HBM tensor larger than the CPU's caches hold for it: stores that
+  // bypass the caches, as the DMA engines' writes bypass the NeuronCore's (no read of the lines first).
+  bool streaming_stores = false;
 
   char* at(char* base, Dtype type, int64_t element) const;
   void loadInput(int k, int64_t offset, float* out) const;
@@ -35,6 +38,8 @@ struct Bound {
   void finish(float* values, bool direct, int64_t offset) const;
   // An operand row: its input's elements, or the immediate repeated.
   const float* operand(const Operand& operand, const std::array<int64_t, 8>& offsets, int slot) const;
+  // Whether an operand is one value along the row (an immediate, or a per-partition scalar), and which.
+  bool scalarOperand(const Operand& operand, const std::array<int64_t, 8>& offsets, float& value) const;
   std::vector<const Access*> views() const;
 };
 

@@ -203,3 +203,17 @@ TEST(Executor, Bf16MatmulOfWholeTilesAgreesWithFp32) {
   Executor(matmulProgram(K, M, N, Dtype::kFloat32)).run({sf.data(), mf.data(), from_fp32.data()});
   EXPECT_EQ(from_bf16, from_fp32);  // products and sums of halves below 2^24: exact in any order
 }
+
+TEST(Executor, LargeHbmStoreBypassingCachesKeepsEveryValue) {
+  // 16.8 MB: stores that bypass the caches; rows of an odd length start unaligned and end in a tail.
+  const int64_t P = 128, F = 32771;
+  ProgramBuilder b;
+  const int in = b.argument({P, F}), out = b.argument({P, F});
+  const int t = b.tile(Memory::kSbuf, {P, F});
+  b.copy(whole(t, {P, F}), whole(in, {P, F}));
+  b.copy(whole(out, {P, F}), whole(t, {P, F}));
+  std::vector<float> x(P * F), y(P * F, -1.f);
+  for (int64_t i = 0; i < P * F; ++i) x[i] = static_cast<float>(i % 1000003);
+  Executor(b.program()).run({x.data(), y.data()});
+  EXPECT_EQ(x, y);
+}
