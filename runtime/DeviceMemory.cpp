@@ -85,13 +85,25 @@ std::size_t DeviceMemory::chargedSize(std::size_t size) {
   return ((size + kSmallRound - 1) / kSmallRound) * kSmallRound;
 }
 
+namespace {
+
+constexpr std::size_t kSpareNodes = 64;
+
+template <typename Node>
+void keepSpare(std::vector<Node>& spares, Node&& node) {
+  if (spares.size() < kSpareNodes) spares.push_back(std::move(node));
+}
+
+}  // namespace
+
 void* DeviceMemory::takeCached(std::size_t rounded) {
   // Best fit, but never hand out more than twice what was asked: a large
   // cached block would otherwise be pinned by a small tensor.
   auto it = cached_.lower_bound(rounded);
   if (it == cached_.end() || it->first > 2 * rounded) return nullptr;
-  void* ptr = it->second;
-  cached_.erase(it);
+  auto node = cached_.extract(it);
+  void* ptr = node.mapped();
+  keepSpare(spare_cached_, std::move(node));
   return ptr;
 }
 
@@ -135,7 +147,15 @@ void* DeviceMemory::allocateLocked(std::size_t size, bool quiet) {
   // 512 B; the rest of its block (2 MiB rounding, or a reused block up to
   // twice the request) counts as reserved only.
   const auto charged = static_cast<int64_t>(chargedSize(size));
-  live_.emplace(ptr, size);
+  if (spare_live_.empty()) {
+    live_.emplace(ptr, size);
+  } else {
+    auto node = std::move(spare_live_.back());
+    spare_live_.pop_back();
+    node.key() = ptr;
+    node.mapped() = size;
+    live_.insert(std::move(node));
+  }
   stats_.allocation.increase(1);
   stats_.active.increase(1);
   stats_.allocated_bytes.increase(charged);
@@ -151,8 +171,9 @@ bool DeviceMemory::freeIfOwned(void* ptr) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = live_.find(ptr);
   if (it == live_.end()) return false;  // not ours, or already freed: never corrupt the cache
-  const std::size_t requested = it->second;
-  live_.erase(it);
+  auto live = live_.extract(it);
+  const std::size_t requested = live.mapped();
+  keepSpare(spare_live_, std::move(live));
   const auto charged = static_cast<int64_t>(chargedSize(requested));
   stats_.allocation.decrease(1);
   stats_.active.decrease(1);
@@ -163,7 +184,15 @@ bool DeviceMemory::freeIfOwned(void* ptr) {
   // freed last, whose bytes are likeliest still in the CPU caches (as a heap's
   // free lists do); lower_bound in takeCached finds it.
   const std::size_t size = segments_.at(ptr);
-  cached_.emplace_hint(cached_.lower_bound(size), size, ptr);
+  if (spare_cached_.empty()) {
+    cached_.emplace_hint(cached_.lower_bound(size), size, ptr);
+  } else {
+    auto node = std::move(spare_cached_.back());
+    spare_cached_.pop_back();
+    node.key() = size;
+    node.mapped() = ptr;
+    cached_.insert(cached_.lower_bound(size), std::move(node));
+  }
   return true;
 }
 
