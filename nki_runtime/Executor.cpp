@@ -11,6 +11,9 @@ namespace nki {
 namespace {
 
 constexpr int64_t kAlignment = 64;
+// A stream of fewer bytes runs on one thread; a larger one makes at least kStepsToShare steps.
+constexpr int64_t kMinStreamParallelBytes = int64_t{64} << 10;
+constexpr int64_t kStepsToShare = 8;
 // A DMA into an HBM tensor of this size or more stores around the CPU's caches: the kernel's output is
 // larger than what they would keep of it.
 constexpr int64_t kBypassCachesBytes = int64_t{16} << 20;
@@ -174,7 +177,11 @@ void Executor::runStream(const PartitionStream& stream, const std::vector<Bound>
     for (const Access& input : b.in.inputs) bytes += rowBytes(program_, input);
     partition_bytes += bytes * rows_per_partition.back();
   }
-  const int64_t step = std::clamp<int64_t>(kStreamStepBytes / std::max<int64_t>(partition_bytes, 1), 1, stream.partitions);
+  int64_t step = std::clamp<int64_t>(kStreamStepBytes / std::max<int64_t>(partition_bytes, 1), 1, stream.partitions);
+  // A stream of a few hundred KiB still makes enough steps for the threads to share.
+  if (partition_bytes * stream.partitions >= 2 * kMinStreamParallelBytes) {
+    step = std::min(step, (stream.partitions + kStepsToShare - 1) / kStepsToShare);
+  }
   const int64_t steps = (stream.partitions + step - 1) / step;
   parallelFor(steps, 1, [&](int64_t first, int64_t last) {
     std::vector<Bound> local = bounds;
