@@ -339,3 +339,24 @@ def test_attention_forward_matches_sdpa():
     out = k.attention_forward(neuron(q), neuron(key), neuron(v))
     expected = torch.nn.functional.scaled_dot_product_attention(q[None], key[None], v[None])[0]
     torch.testing.assert_close(out.cpu(), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("level", ["scalar", "avx2", "avx512"])
+def test_kernels_under_each_simd_level(level):
+    """The executor's loops on CPUs with less SIMD (TORCH_NEURONX_SIMD lowers the level this CPU uses): kernels
+    of this file, the shipped kernels in a Llama and each instruction's tests against torch, in a fresh
+    process; the element-wise, reduction and matmul loops each have a version per level."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TORCH_NEURONX_SIMD=level)
+    here = os.path.dirname(os.path.abspath(__file__))
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               f"{__file__}::test_rmsnorm_matches_transformers_formula", f"{__file__}::test_attention_forward_matches_sdpa",
+               f"{__file__}::test_average_pooling_with_a_five_dimensional_index_grid",
+               f"{__file__}::test_scan_along_the_free_axis", f"{__file__}::test_transpose_through_psum",
+               f"{__file__}::test_tiled_matmul_current_api", f"{__file__}::test_spmd_grid_addition_on_neuron",
+               os.path.join(here, "test_nki_hub.py"), os.path.join(here, "test_nki_instructions.py")]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout and "failed" not in result.stdout
