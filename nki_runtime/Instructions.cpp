@@ -218,6 +218,31 @@ void iota(const Bound& b) {
   });
 }
 
+// The affine value of each element's index, as iota computes it, compared with 0 by op0: where true the
+// element of on_true, else the immediate (a causal mask: key index > query index -> a large negative).
+void affineSelect(const Bound& b) {
+  const Access& dst = b.in.dst;
+  const int64_t n = inner(dst);
+  const auto& c = b.in.coefficients;
+  std::array<int64_t, kMaxAxes> index{};
+  forEachRow(dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    float* row = scratch(0, n);
+    b.loadInput(0, o[1], row);
+    double start = c[0];
+    for (int a = 0; a + 1 < dst.rank; ++a) start += index[a] * static_cast<double>(c[1 + a]);
+    const double step = c[dst.rank];
+    for (int64_t i = 0; i < n; ++i) {
+      const float affine = static_cast<float>(start + i * step);
+      if (apply(b.in.op0, affine, 0.f) == 0.f) row[i] = b.in.operand0.value;
+    }
+    b.storeDst(row, o[0]);
+    for (int a = dst.rank - 2; a >= 0; --a) {
+      if (++index[a] < dst.sizes[a]) break;
+      index[a] = 0;
+    }
+  });
+}
+
 void scan(const Bound& b) {
   const int64_t n = inner(b.in.dst);
   forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
@@ -358,6 +383,25 @@ void scatterPartition(const Bound& b, int64_t p, const float* values) {
   forEachRow(part, {&part}, [&](const std::array<int64_t, 8>& o) {
     storeRow(values + done, n, b.dst + o[0] * size, innerStride(part) * size, b.dst_type);
     done += n;
+  });
+}
+
+// dst[0, f...] = op0 over the partitions of data, one after another (GpSimd reduces across lanes).
+void partitionReduce(const Bound& b) {
+  const Access& data = b.in.inputs[0];
+  Access first = data;  // partition 0's free rows; partition p's lie p * data.strides[0] further
+  first.sizes[0] = 1;
+  const int64_t n = inner(b.in.dst);
+  const std::size_t size = byteSize(b.input_types[0]);
+  forEachRow(b.in.dst, {&b.in.dst, &first}, [&](const std::array<int64_t, 8>& o) {
+    float* acc = scratch(1, n);
+    float* row = scratch(0, n);
+    for (int64_t p = 0; p < data.sizes[0]; ++p) {
+      loadRow(b.inputs[0] + (o[1] + p * data.strides[0]) * size, innerStride(data) * size, n, b.input_types[0],
+              p == 0 ? acc : row);
+      if (p > 0) applyRow(b.in.op0, acc, row, acc, n);
+    }
+    b.storeDst(acc, o[0]);
   });
 }
 
@@ -677,6 +721,12 @@ void execute(const Bound& b) {
     case Opcode::kScalarTensorTensor:
       scalarTensorTensor(b);
       break;
+    case Opcode::kPartitionReduce:
+      partitionReduce(b);
+      break;
+    case Opcode::kAffineSelect:
+      affineSelect(b);
+      break;
     case Opcode::kMax8:
       max8(b);
       break;
@@ -698,7 +748,9 @@ int64_t rowsOf(const Instruction& in) {
 
 bool rowsIndependent(const Program& program, const Instruction& in) {
   switch (in.opcode) {
+    case Opcode::kPartitionReduce:  // reads every partition for one
     case Opcode::kIota:  // numbers its rows as it walks them
+    case Opcode::kAffineSelect:
     case Opcode::kMatmul:
     case Opcode::kMax8:
     case Opcode::kFindIndex8:

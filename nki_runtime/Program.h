@@ -35,6 +35,8 @@ enum class Opcode : uint8_t {
   kFindIndex8,       // dst[p, j] = index of vals[p, j] among partition p's data elements
   kBnStats,          // dst[p] = (count, mean, variance * count) of p's even-, then odd-indexed elements
   kBnAggr,           // dst[p] = (mean, variance) of the (count, mean, variance * count) triples p holds
+  kPartitionReduce,  // dst[0, f...] = op0 over the partitions p of data[p, f...], in order (GpSimd)
+  kAffineSelect,     // dst = (affine value of the index (as kIota) op0 0) ? on_true : operand0 (GpSimd)
 };
 
 enum class AluOp : uint8_t {

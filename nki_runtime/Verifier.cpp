@@ -24,7 +24,8 @@ std::string_view opcodeName(Opcode opcode) {
   static constexpr std::string_view kNames[] = {
       "dma_copy", "nc_matmul", "nc_transpose", "tensor_tensor", "tensor_scalar", "activation",
       "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select",
-      "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr"};
+      "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr", "tensor_partition_reduce",
+      "affine_select"};
   return kNames[static_cast<int>(opcode)];
 }
 
@@ -191,9 +192,10 @@ class Checker {
       return;
     }
     const std::initializer_list<Memory> dma_memories = {Memory::kHbm, Memory::kSbuf};
-    const std::initializer_list<Memory> on_chip = in.engine == Engine::kGpSimd
-                                                      ? std::initializer_list<Memory>{Memory::kSbuf}
-                                                      : std::initializer_list<Memory>{Memory::kSbuf, Memory::kPsum};
+    // Named lists: a braced list's array lives as long as the list it initialises, not past a ?: of two.
+    const std::initializer_list<Memory> sbuf_only = {Memory::kSbuf};
+    const std::initializer_list<Memory> sbuf_or_psum = {Memory::kSbuf, Memory::kPsum};
+    const std::initializer_list<Memory>& on_chip = in.engine == Engine::kGpSimd ? sbuf_only : sbuf_or_psum;
     switch (in.opcode) {
       case Opcode::kDmaCopy:
         requireMemory(i, in.dst, "dst", dma_memories);
@@ -221,6 +223,12 @@ class Checker {
       if (in.reduce_axes >= data.rank) fail(i, "cannot reduce the partition axis (use tensor_partition_reduce)");
       return;
     }
+    if (in.opcode == Opcode::kPartitionReduce) return checkPartitionReduce(i, in);
+    if ((in.opcode == Opcode::kIota || in.opcode == Opcode::kAffineSelect) &&
+        in.coefficients.size() != static_cast<std::size_t>(in.dst.rank) + 1) {
+      fail(i, "an affine pattern needs an offset and one step per axis (", in.dst.rank, "), got ",
+           in.coefficients.size(), " values");
+    }
     if (checkSummary(i, in)) return;
     if (in.opcode == Opcode::kScalarTensorTensor && tensor(in.inputs[0]).memory == Memory::kPsum &&
         tensor(in.inputs[1]).memory == Memory::kPsum) {
@@ -230,6 +238,16 @@ class Checker {
   }
 
   static int64_t perPartition(const Access& access) { return access.elements() / access.sizes[0]; }
+
+  void checkPartitionReduce(int i, const Instruction& in) {
+    const Access& data = in.inputs[0];
+    bool one_partition = in.dst.rank == data.rank && in.dst.sizes[0] == 1;
+    for (int a = 1; one_partition && a < data.rank; ++a) one_partition = in.dst.sizes[a] == data.sizes[a];
+    if (!one_partition) fail(i, "dst must be one partition with the data's free shape");
+    if (in.op0 != AluOp::kAdd && in.op0 != AluOp::kMaximum && in.op0 != AluOp::kMinimum) {
+      fail(i, "reduces partitions with add, maximum or minimum only");
+    }
+  }
 
   // Instructions that summarise each partition's data in a fixed number of values: false for the others.
   bool checkSummary(int i, const Instruction& in) {

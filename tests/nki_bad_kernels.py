@@ -114,3 +114,17 @@ def find_index8_into_floats(x):
     where = nl.ndarray((x.shape[0], 8), dtype=nl.float32, buffer=nl.sbuf)
     tile = nl.load(x)
     nisa.nc_find_index8(where, tile, tile[:, 0:8])
+
+
+@nki.jit
+def partition_reduce_into_two_partitions(x):
+    total = nl.ndarray((2, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_partition_reduce(total, nl.add, nl.load(x))  # the result is one partition
+
+
+@nki.jit
+def affine_select_from_psum(x):
+    acc = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.psum)
+    nisa.memset(acc, 1.0)
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.affine_select(out, [[1, x.shape[1]]], 0, 0, acc, 0.0)  # GpSimd reads SBUF only

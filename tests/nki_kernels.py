@@ -304,3 +304,53 @@ def bn_stats_raw(x):
     nisa.bn_stats(stats, nl.load(x))
     nl.store(out, value=stats)
     return out
+
+
+@nki.jit
+def partition_sum_and_max(x):
+    """Sums and maxima over the partitions of x [partitions, F], as rows 0 and 1 of a [2, F] result."""
+    features = x.shape[1]
+    out = nl.ndarray((2, features), dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    total = nl.ndarray((1, features), dtype=x.dtype, buffer=nl.sbuf)
+    largest = nl.ndarray((1, features), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_partition_reduce(total, nl.add, tile)
+    nisa.tensor_partition_reduce(largest, nl.maximum, tile)
+    nl.store(out[0:1, :], value=total)
+    nl.store(out[1:2, :], value=largest)
+    return out
+
+
+@beta.jit
+def partition_sum_beta(x):
+    """The beta API: the instruction returns its one-partition result (AWS's example passes np.add)."""
+    import numpy as np
+
+    out = bnl.ndarray((1, x.shape[1]), dtype=x.dtype, buffer=bnl.shared_hbm)
+    bnl.store(out, value=bisa.tensor_partition_reduce(np.add, bnl.load(x)))
+    return out
+
+
+@nki.jit
+def causal_mask(scores):
+    """scores [queries, keys] with every key after its query replaced by -9984: affine_select keeps an element
+    where query index - key index >= 0."""
+    keys = scores.shape[1]
+    out = nl.ndarray(scores.shape, dtype=scores.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(scores)
+    masked = nl.ndarray(scores.shape, dtype=scores.dtype, buffer=nl.sbuf)
+    nisa.affine_select(dst=masked, pattern=[[-1, keys]], offset=0, channel_multiplier=1, on_true_tile=tile,
+                       on_false_value=-9984.0, cmp_op=nl.greater_equal)
+    nl.store(out, value=masked)
+    return out
+
+
+@nki.jit
+def affine_select_grid(x, offset, multiplier):
+    """x [P, 4, 8] kept where offset + p * multiplier + 8 * a - b == 0 (a pattern over two free axes)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    picked = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.affine_select(picked, [[8, 4], [-1, 8]], offset, multiplier, tile, 0.5)
+    nl.store(out, value=picked)
+    return out

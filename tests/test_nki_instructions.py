@@ -1,4 +1,5 @@
-"""NKI instructions beyond the tutorials' (statistics, top-8 search, scalar_tensor_tensor), each against torch."""
+"""NKI instructions beyond the tutorials' (statistics, top-8 search, scalar_tensor_tensor, partition
+reductions, affine_select), each against torch."""
 from __future__ import annotations
 
 import pytest
@@ -72,7 +73,43 @@ def test_scalar_tensor_tensor_both_ways_round():
 @pytest.mark.parametrize("kernel, shape, message", [
     (bad.bn_stats_too_wide, (128, 600), "reads 600 elements per partition; it takes 1 to 512"),
     (bad.find_index8_into_floats, (128, 16), "dst must be uint32 or uint16"),
+    (bad.partition_reduce_into_two_partitions, (128, 16), "dst must be one partition with the data's free shape"),
+    (bad.affine_select_from_psum, (128, 16), "reads and writes SBUF only"),
 ])
 def test_instruction_limits(kernel, shape, message):
     with pytest.raises(NkiError, match=message):
         kernel(neuron(torch.randn(*shape)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("partitions", [128, 37])
+def test_tensor_partition_reduce_sums_and_maxima_over_partitions(dtype, partitions):
+    torch.manual_seed(partitions)
+    # Quarter-integers: every partial sum exact in fp32 whatever the order, and each value exact in bf16.
+    x = (torch.randint(-40, 40, (partitions, 96)).float() / 4).to(dtype)
+    out = k.partition_sum_and_max(neuron(x)).cpu()
+    assert out.dtype == dtype and out.shape == (2, 96)
+    assert torch.equal(out[0].float(), x.float().sum(0).to(dtype).float())
+    assert torch.equal(out[1], x.max(0).values)
+
+
+def test_beta_api_tensor_partition_reduce():
+    x = torch.randn(64, 10)
+    torch.testing.assert_close(k.partition_sum_beta(neuron(x)).cpu(), x.sum(0, keepdim=True), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_affine_select_is_a_causal_mask(dtype):
+    x = torch.randn(96, 130).to(dtype)
+    keep = torch.arange(96)[:, None] >= torch.arange(130)[None, :]
+    expected = torch.where(keep, x, torch.tensor(-9984.0, dtype=dtype))
+    assert torch.equal(k.causal_mask(neuron(x)).cpu(), expected)
+
+
+@pytest.mark.parametrize("offset, multiplier", [(0, 0), (-10, 2), (5, -1)])
+def test_affine_select_over_two_free_axes(offset, multiplier):
+    x = torch.randn(40, 4, 8)
+    p, a, b = torch.meshgrid(torch.arange(40), torch.arange(4), torch.arange(8), indexing="ij")
+    keep = offset + p * multiplier + 8 * a - b == 0
+    got = k.affine_select_grid(neuron(x), offset, multiplier).cpu()
+    assert torch.equal(got, torch.where(keep, x, torch.tensor(0.5)))

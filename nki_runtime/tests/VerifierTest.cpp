@@ -158,3 +158,18 @@ TEST(Verifier, DisjointBlocksOfOneTensorAreIndependent) {
   b.program().instructions[1].dst = view(out, 3, {{8, 8}, {4, 1}});
   EXPECT_VIOLATION(b.program(), "loop-carried dependency");
 }
+
+TEST(Verifier, GpSimdReachesSbufOnly) {
+  // A partition reduction (GpSimd) from SBUF passes; from PSUM it is refused, naming both memories.
+  for (Memory source : {Memory::kSbuf, Memory::kPsum}) {
+    ProgramBuilder b;
+    const int t = b.tile(source, {64, 32}), r = b.tile(Memory::kSbuf, {1, 32});
+    b.emit(Opcode::kMemset, Engine::kVector, whole(t, {64, 32})).operand0.value = 1.f;
+    b.emit(Opcode::kPartitionReduce, Engine::kGpSimd, whole(r, {1, 32}), {whole(t, {64, 32})}).op0 = AluOp::kAdd;
+    if (source == Memory::kSbuf) {
+      EXPECT_EQ(firstViolation(b.program()), "");
+    } else {
+      EXPECT_VIOLATION(b.program(), "the GpSimd engine cannot read PSUM");
+    }
+  }
+}

@@ -110,6 +110,12 @@ def scalar_tensor_tensor(*, data: View, op0, operand0, op1, operand1, reverse0=F
     return out
 
 
+def tensor_partition_reduce(op, data: View, mask=None, dtype=None, **_) -> View:
+    out = _out((1,) + tuple(data.shape[1:]), dtype, data.dtype)
+    isa.tensor_partition_reduce(out, op, data, mask=mask)
+    return out
+
+
 def max8(*, src: View, dtype=None, mask=None, **_) -> View:
     out = _out((src.shape[0], 8), dtype, src.dtype)
     isa.max8(out, src, mask=mask)

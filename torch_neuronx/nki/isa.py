@@ -161,6 +161,26 @@ def iota(dst: View, pattern=None, offset: int = 0, channel_multiplier: int = 0, 
           coefficients=[offset, channel_multiplier] + [s for s, _ in pattern])
 
 
+def affine_select(dst: View, pattern, offset: int, channel_multiplier: int, on_true_tile: View,
+                  on_false_value, cmp_op=None, mask=None, **_) -> None:
+    """dst[c, ...] = on_true_tile[c, ...] where cmp_op(offset + c * channel_multiplier + sum of step * index over
+    `pattern`'s [step, count], 0) holds, else on_false_value (cmp_op: nl.equal unless given), on GpSimd."""
+    if dst.buffer != "sbuf" or on_true_tile.buffer != "sbuf":
+        raise current().error("affine_select runs on the GpSimd engine, which reads and writes SBUF only")
+    pattern = list(pattern)
+    counts = tuple(c for _, c in pattern)
+    free = 1
+    for count in counts:
+        free *= count
+    for tile in (dst, on_true_tile):
+        if free * tile.shape[0] != tile.elements() or tuple(tile.strides[1:]) != _row_major(tuple(tile.shape[1:])):
+            raise current().error(f"affine_select pattern {pattern} does not cover {tile!r} (a dense tile)")
+    shaped = [View(t.decl, t.offset, (t.shape[0],) + counts, (t.strides[0],) + _row_major(counts))
+              for t in (dst, on_true_tile)]
+    _emit("affine_select", "gpsimd", shaped[0], (shaped[1],), mask, op0=alu_of(cmp_op or nl.equal),
+          operand0=(-1, float(on_false_value)), coefficients=[offset, channel_multiplier] + [s for s, _ in pattern])
+
+
 def _row_major(sizes):
     strides, step = [], 1
     for s in reversed(sizes):
@@ -198,6 +218,12 @@ def scalar_tensor_tensor(dst: View, data: View, op0, operand0, op1, operand1: Vi
     first = _operand(operand0, inputs, data)
     _emit("scalar_tensor_tensor", "vector", dst, inputs, mask, op0=alu_of(op0), operand0=first, op1=alu_of(op1),
           reverse0=reverse0, reverse1=reverse1)
+
+
+def tensor_partition_reduce(dst: View, op, data: View, mask=None, **_) -> None:
+    """dst[0, ...] = op (nl.add, nl.maximum, nl.minimum) over the partitions of data, on the GpSimd engine;
+    dst is one partition with data's free shape."""
+    _emit("tensor_partition_reduce", "gpsimd", dst, (data,), mask, op0=alu_of(op))
 
 
 def max8(dst: View, src: View, mask=None, **_) -> None:
