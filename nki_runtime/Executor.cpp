@@ -24,11 +24,24 @@ int64_t rowBytes(const Program& program, const Access& access) {
   return access.sizes[access.rank - 1] * static_cast<int64_t>(byteSize(program.tensors[access.tensor].dtype));
 }
 
+// A DMA from on-chip memory into an HBM tensor of kBypassCachesBytes or more.
+bool bypassesCaches(const Program& program, const Instruction& in) {
+  const TensorInfo& target = program.tensors[in.dst.tensor];
+  if (in.opcode != Opcode::kDmaCopy || target.memory != Memory::kHbm) return false;
+  for (const Access& input : in.inputs) {
+    if (program.tensors[input.tensor].memory == Memory::kHbm) return false;
+  }
+  return target.elements() * static_cast<int64_t>(byteSize(target.dtype)) >= kBypassCachesBytes;
+}
+
 }  // namespace
 
 Executor::Executor(Program program) : program_(std::move(program)) {
   const auto& instructions = program_.instructions;
-  for (const Instruction& in : instructions) rows_independent_.push_back(rowsIndependent(program_, in));
+  for (const Instruction& in : instructions) {
+    rows_independent_.push_back(rowsIndependent(program_, in));
+    bypass_caches_.push_back(bypassesCaches(program_, in));
+  }
   streams_ = planPartitionStreams(program_, rows_independent_);
   // A stream's instructions run interleaved: for lifetimes (so that no two of its tiles share arena
   // space) and sentinel fills, all of them happen at its first instruction.
@@ -139,15 +152,11 @@ Bound Executor::bind(const std::vector<void*>& hbm, char* arena, int32_t index) 
   const Instruction& in = program_.instructions[index];
   Bound bound{in, base(hbm, arena, in.dst.tensor), program_.tensors[in.dst.tensor].dtype, {}, {},
               rows_independent_[index] != 0};
-  bool from_chip = true;
   for (const Access& input : in.inputs) {
     bound.inputs.push_back(base(hbm, arena, input.tensor));
     bound.input_types.push_back(program_.tensors[input.tensor].dtype);
-    from_chip = from_chip && program_.tensors[input.tensor].memory != Memory::kHbm;
   }
-  const TensorInfo& target = program_.tensors[in.dst.tensor];
-  bound.streaming_stores = in.opcode == Opcode::kDmaCopy && target.memory == Memory::kHbm && from_chip &&
-                           target.elements() * static_cast<int64_t>(byteSize(target.dtype)) >= kBypassCachesBytes;
+  bound.streaming_stores = bypass_caches_[index] != 0;
   return bound;
 }
 

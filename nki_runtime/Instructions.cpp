@@ -199,18 +199,17 @@ void memset(const Bound& b) {
   });
 }
 
-void iota(const Bound& b) {
+// Calls row(offsets, start, step) for each row of dst in order, with the affine value of the row's first
+// element (coefficients[0] + the row's index times the leading axes' steps) and its last axis's step.
+template <typename Row>
+void forEachAffineRow(const Bound& b, Row row) {
   const Access& dst = b.in.dst;
-  const int64_t n = inner(dst);
   const auto& c = b.in.coefficients;
   std::array<int64_t, kMaxAxes> index{};
   forEachRow(dst, b.views(), [&](const std::array<int64_t, 8>& o) {
-    float* row = scratch(0, n);
     double start = c.empty() ? 0.0 : c[0];
     for (int a = 0; a + 1 < dst.rank; ++a) start += index[a] * static_cast<double>(c[1 + a]);
-    const double step = c[dst.rank];
-    for (int64_t i = 0; i < n; ++i) row[i] = static_cast<float>(start + i * step);
-    b.storeDst(row, o[0]);
+    row(o, start, static_cast<double>(c[dst.rank]));
     for (int a = dst.rank - 2; a >= 0; --a) {
       if (++index[a] < dst.sizes[a]) break;
       index[a] = 0;
@@ -218,28 +217,27 @@ void iota(const Bound& b) {
   });
 }
 
+void iota(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  forEachAffineRow(b, [&](const std::array<int64_t, 8>& o, double start, double step) {
+    float* row = scratch(0, n);
+    for (int64_t i = 0; i < n; ++i) row[i] = static_cast<float>(start + i * step);
+    b.storeDst(row, o[0]);
+  });
+}
+
 // The affine value of each element's index, as iota computes it, compared with 0 by op0: where true the
 // element of on_true, else the immediate (a causal mask: key index > query index -> a large negative).
 void affineSelect(const Bound& b) {
-  const Access& dst = b.in.dst;
-  const int64_t n = inner(dst);
-  const auto& c = b.in.coefficients;
-  std::array<int64_t, kMaxAxes> index{};
-  forEachRow(dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+  const int64_t n = inner(b.in.dst);
+  forEachAffineRow(b, [&](const std::array<int64_t, 8>& o, double start, double step) {
     float* row = scratch(0, n);
     b.loadInput(0, o[1], row);
-    double start = c[0];
-    for (int a = 0; a + 1 < dst.rank; ++a) start += index[a] * static_cast<double>(c[1 + a]);
-    const double step = c[dst.rank];
     for (int64_t i = 0; i < n; ++i) {
       const float affine = static_cast<float>(start + i * step);
       if (apply(b.in.op0, affine, 0.f) == 0.f) row[i] = b.in.operand0.value;
     }
     b.storeDst(row, o[0]);
-    for (int a = dst.rank - 2; a >= 0; --a) {
-      if (++index[a] < dst.sizes[a]) break;
-      index[a] = 0;
-    }
   });
 }
 
@@ -290,6 +288,7 @@ void reduce(const Bound& b) {
   // that row's elements.
   const bool share = dst.rank == 1 && b.row_end >= 0;
   const int64_t j_begin = share ? b.row_begin : 0, j_end = share ? b.row_end : dst_n;
+  const bool has_identity = !std::isnan(identityOf(b.in.op0));
   const auto reduceDstRow = [&](const std::array<int64_t, 8>& o) {
     float* out = scratch(1, dst_n);
     for (int64_t j = j_begin; j < j_end; ++j) {
@@ -297,7 +296,6 @@ void reduce(const Bound& b) {
       here.offset = o[1] + j * data.strides[kept - 1];
       float acc = identityOf(b.in.op0);
       bool first = true;
-      const bool has_identity = !std::isnan(identityOf(b.in.op0));
       const bool dense = b.input_types[0] == Dtype::kFloat32 && innerStride(block) == 1;
       forEachRow(here, {&here}, [&](const std::array<int64_t, 8>& r) {
         const char* at = b.inputs[0] + r[0] * size;
