@@ -247,7 +247,8 @@ void scan(const Bound& b) {
     float *x = scratch(0, n), *y = scratch(1, n);
     b.loadInput(0, o[1], x);
     b.loadInput(1, o[2], y);
-    float acc = b.in.operand0.value;
+    // The start: an immediate, or this partition's element of a [partitions, 1] tile.
+    float acc = b.in.operand0.input >= 0 ? b.operand(b.in.operand0, o, 2)[0] : b.in.operand0.value;
     for (int64_t i = 0; i < n; ++i) {
       acc = apply(b.in.op1, apply(b.in.op0, acc, x[i]), y[i]);
       x[i] = acc;

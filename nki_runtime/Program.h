@@ -73,6 +73,7 @@ struct TensorInfo {
   Dtype dtype = Dtype::kFloat32;
   std::vector<int64_t> shape;  // on-chip: shape[0] partitions, the rest within each partition
   int32_t argument = -1;       // HBM: the call's buffer it is (>= 0), else kernel-private
+  int64_t blocks = 1;          // on-chip: tiles side by side in each partition (axes before nl.par_dim)
   int64_t elements() const;
   int64_t partitionElements() const;  // on-chip: elements each partition holds
 };

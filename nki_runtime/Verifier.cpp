@@ -113,9 +113,10 @@ class Checker {
         fail(-1, memoryName(info.memory), " tensor '", info.name, "' has ", info.shape.empty() ? 0 : info.shape[0],
              " partitions; ", limits_.name, " has ", limits_.partitions, " (nl.tile_size.pmax)");
       }
-      const int64_t bytes = info.partitionElements() * static_cast<int64_t>(byteSize(info.dtype));
+      // Each block of a [blocks, par_dim, free] tensor is a tile of its own.
+      const int64_t bytes = info.partitionElements() * static_cast<int64_t>(byteSize(info.dtype)) / info.blocks;
       if (info.memory == Memory::kPsum && bytes > limits_.psum_bank_bytes) {
-        fail(-1, "PSUM tensor '", info.name, "' holds ", bytes, " bytes per partition; a PSUM tile is at most one ",
+        fail(-1, "PSUM tile '", info.name, "' holds ", bytes, " bytes per partition; a PSUM tile is at most one ",
              limits_.psum_bank_bytes, "-byte bank (", limits_.psum_bank_bytes / 4, " fp32, nl.tile_size.psum_fmax)");
       }
     }
@@ -200,11 +201,10 @@ class Checker {
       case Opcode::kDmaCopy:
         requireMemory(i, in.dst, "dst", dma_memories);
         requireMemory(i, in.inputs[0], "src", dma_memories);
+        // A src and dst of different dtypes are cast by the DMA engines (nki.isa.dma_copy: "a cast will
+        // happen if the src and dst have different dtype"; AWS's matmul tutorial stores fp32 tiles into
+        // bf16 HBM so).
         if (in.dst.elements() != in.inputs[0].elements()) fail(i, "src and dst hold different numbers of elements");
-        if (tensor(in.dst).dtype != tensor(in.inputs[0]).dtype) {
-          fail(i, "DMA copies bytes: src is ", name(tensor(in.inputs[0]).dtype), ", dst ",
-               name(tensor(in.dst).dtype), " (convert on a compute engine, e.g. tensor_copy)");
-        }
         return;
       case Opcode::kMatmul:
         return checkMatmul(i, in);
@@ -377,7 +377,8 @@ class Checker {
         if (info.memory == Memory::kSbuf) {
           sbuf += change * bytes;
         } else {
-          banks += change * static_cast<int>((bytes + limits_.psum_bank_bytes - 1) / limits_.psum_bank_bytes);
+          const int64_t tile = bytes / info.blocks;  // a tile never straddles banks
+          banks += change * static_cast<int>(info.blocks * ((tile + limits_.psum_bank_bytes - 1) / limits_.psum_bank_bytes));
         }
       }
       const int at = std::min<int>(i, static_cast<int>(program_.instructions.size()) - 1);

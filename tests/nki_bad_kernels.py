@@ -85,15 +85,6 @@ def nine_psum_banks(x):
 
 
 @nki.jit
-def dma_converts(x):
-    out = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    tile = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
-    nisa.dma_copy(dst=tile, src=x)  # x is float32
-    nisa.dma_copy(dst=out, src=tile)
-    return out
-
-
-@nki.jit
 def gpsimd_reads_psum(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     acc = nl.zeros(x.shape, dtype=nl.float32, buffer=nl.psum)

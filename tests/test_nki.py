@@ -132,7 +132,6 @@ def test_outputs_are_freed_when_dropped():
     (bad.slice_out_of_bounds, [(128, 128)], "outside"),
     (bad.sbuf_overflow, [(128, 4)], "live SBUF tensors need"),
     (bad.nine_psum_banks, [(128, 4)], "need 9 banks"),
-    (bad.dma_converts, [(128, 4)], "DMA copies bytes"),
     (bad.gpsimd_reads_psum, [(128, 4)], "GpSimd engine cannot reach PSUM"),
 ])
 def test_each_hardware_check_names_kernel_line_and_limit(kernel, args, message):

@@ -88,13 +88,14 @@ std::shared_ptr<nki::Executor> build(const std::string& kernel, const std::strin
   program.file = file;
   program.arguments = arguments;
   for (const auto& item : tensors) {
-    const auto t = item.cast<py::tuple>();  // (name, memory, dtype, shape, argument)
+    const auto t = item.cast<py::tuple>();  // (name, memory, dtype, shape, argument[, blocks])
     nki::TensorInfo info;
     info.name = t[0].cast<std::string>();
     info.memory = static_cast<nki::Memory>(t[1].cast<int>());
     info.dtype = static_cast<nki::Dtype>(t[2].cast<int>());
     info.shape = t[3].cast<std::vector<int64_t>>();
     info.argument = t[4].cast<int32_t>();
+    if (t.size() > 5) info.blocks = std::max<int64_t>(1, t[5].cast<int64_t>());
     program.tensors.push_back(std::move(info));
   }
   for (const auto& item : instructions) program.instructions.push_back(toInstruction(item.cast<py::dict>()));
@@ -170,6 +171,7 @@ void bindNki(py::module& m) {
       });
   m.def("_nki_build", &build);
   m.def("_nki_codes", &codes);
+  m.def("_nki_sbuf_partition_bytes", [](int version) { return limitsOf(version).sbuf_partition_bytes; });
 }
 
 }  // namespace torch_neuronx

@@ -28,6 +28,22 @@ TEST(Executor, LoadAddStoreThroughSbuf) {
   for (int i = 0; i < 32; ++i) EXPECT_EQ(z[i], x[i] + y[i]);
 }
 
+TEST(Executor, DmaCastsBetweenDtypes) {
+  // fp32 -> bf16 tile -> fp32: the DMA rounds to nearest, ties to even, as a compute-engine copy does.
+  ProgramBuilder b;
+  const int in = b.argument({1, 4}), out = b.argument({1, 4});
+  const int t = b.tile(Memory::kSbuf, {1, 4}, Dtype::kBFloat16);
+  b.copy(whole(t, {1, 4}), whole(in, {1, 4}));
+  b.copy(whole(out, {1, 4}), whole(t, {1, 4}));
+  const float tie_down = 1.f + std::ldexp(1.f, -8), tie_up = 1.f + 3 * std::ldexp(1.f, -8);
+  std::vector<float> x = {tie_down, tie_up, 3.f, -2.5f}, y(4, 0.f);
+  Executor(b.program()).run({x.data(), y.data()});
+  EXPECT_EQ(y[0], 1.f);
+  EXPECT_EQ(y[1], 1.f + std::ldexp(1.f, -6));
+  EXPECT_EQ(y[2], 3.f);
+  EXPECT_EQ(y[3], -2.5f);
+}
+
 TEST(Executor, MatmulAccumulatesTransposedStationary) {
   // out[M=2, N=3] = s[K=4, M]^T @ m[K, N], twice accumulated.
   ProgramBuilder b;

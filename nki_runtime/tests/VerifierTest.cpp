@@ -86,14 +86,6 @@ TEST(Verifier, OutOfBounds) {
   EXPECT_VIOLATION(b.program(), "outside 't0'");
 }
 
-TEST(Verifier, DmaDoesNotConvert) {
-  ProgramBuilder b;
-  const int in = b.argument({4, 4}, Dtype::kBFloat16);
-  const int t = b.tile(Memory::kSbuf, {4, 4});
-  b.copy(whole(t, {4, 4}), whole(in, {4, 4}));
-  EXPECT_VIOLATION(b.program(), "DMA copies bytes");
-}
-
 TEST(Verifier, SbufCapacityPerGeneration) {
   // Three live 80 KiB-per-partition tiles: 240 KiB fits a NeuronCore-v4 (256 KiB), not a v3 (224 KiB).
   ProgramBuilder b;

@@ -19,7 +19,8 @@ _CURRENT = {"nki": "torch_neuronx.nki", "nki.language": "torch_neuronx.nki.langu
             "nki.isa": "torch_neuronx.nki.isa"}
 _BETA = {"neuronxcc": None, "neuronxcc.nki": "torch_neuronx.nki.beta",
          "neuronxcc.nki.language": "torch_neuronx.nki.language", "neuronxcc.nki.isa": "torch_neuronx.nki.beta_isa",
-         "neuronxcc.nki.typing": "torch_neuronx.nki.nki_typing"}
+         "neuronxcc.nki.typing": "torch_neuronx.nki.nki_typing",
+         "neuronxcc.nki.compiler": "torch_neuronx.nki.compiler"}
 ALIASES = {**_CURRENT, **_BETA}
 
 

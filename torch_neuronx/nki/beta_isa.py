@@ -5,7 +5,8 @@ from __future__ import annotations
 from . import isa
 from . import language as nl
 from .indexing import IndexExpr
-from .isa import engine, get_nc_version, nc_version  # noqa: F401 - part of the module
+from .isa import (engine, get_nc_version, gpsimd_engine, nc_version, reduce_cmd, scalar_engine,  # noqa: F401
+                  tensor_engine, unknown_engine, vector_engine)
 from .trace import FLOATS, View
 
 
@@ -42,9 +43,13 @@ def tensor_scalar(data: View, op0, operand0, reverse0=False, op1=None, operand1=
 
 
 def tensor_reduce(op, data: View, axis, dtype=None, negate=False, keepdims=False, mask=None, **_) -> View:
-    count = nl._reduce_axes(data, axis)
-    kept = data.shape[:data.ndim - count]
-    out = _out(kept + (1,) * count if keepdims or len(kept) < 2 else kept, dtype, data.dtype)
+    _, axes = nl._reduce_axes(data, axis)
+    kept = tuple(data.shape[a] for a in range(data.ndim) if a not in axes)
+    if keepdims:
+        shape = tuple(1 if a in axes else data.shape[a] for a in range(data.ndim))
+    else:
+        shape = kept + (1,) * len(axes) if len(kept) < 2 else kept
+    out = _out(shape, dtype, data.dtype)
     isa.tensor_reduce(out, op, data, axis, negate=negate, mask=mask)
     return out
 
@@ -56,9 +61,18 @@ def tensor_copy(src: View, dtype=None, mask=None, engine=None, **_) -> View:
 
 
 def activation(op, data: View, bias=None, scale=1.0, dtype=None, mask=None, reduce_op=None, reduce_res=None,
-               **_) -> View:
+               reduce_cmd=None, **_) -> View:
     out = _out(data.shape, dtype, data.dtype if data.dtype in FLOATS else "float32")
-    isa.activation(out, op, data, bias=bias, scale=scale, reduce_op=reduce_op, reduce_res=reduce_res, mask=mask)
+    isa.activation(out, op, data, bias=bias, scale=scale, reduce_op=reduce_op, reduce_res=reduce_res, mask=mask,
+                   reduce_cmd=reduce_cmd)
+    return out
+
+
+def tensor_scalar_reduce(*, data: View, op0, operand0, reduce_op, reduce_res: View, reverse0=False, dtype=None,
+                         mask=None, reduce_cmd=None, **_) -> View:
+    out = _out(data.shape, dtype, data.dtype if data.dtype in FLOATS else "float32")
+    isa.tensor_scalar_reduce(out, data, op0, operand0, reduce_op, reduce_res, reverse0=reverse0, mask=mask,
+                             reduce_cmd=reduce_cmd)
     return out
 
 

@@ -156,7 +156,10 @@ def index(view: View, key) -> View:
         raise trace.error(f"{len(key)} indices for {view!r}")
     offset, sizes, strides, axis_vars = view.offset, [], [], []
     on_chip = view.buffer != "hbm"
+    partition_axis = 0  # where the partition axis lands among the kept axes
     for axis, (size, stride) in enumerate(zip(view.sizes, view.strides)):
+        if axis == view.partition_axis:
+            partition_axis = len(sizes)
         k = key[axis] if axis < len(key) else slice(None)
         if isinstance(k, DynSlice):
             k = slice(k.start, k.start + k.size * k.step, k.step)
@@ -175,7 +178,7 @@ def index(view: View, key) -> View:
         if not 0 <= i < size:
             raise trace.error(f"index {i} of axis {axis} is outside {view!r} (size {size})")
         offset += i * stride
-        if on_chip and axis == 0:  # the partition axis stays, of size 1
+        if on_chip and axis == view.partition_axis:  # the partition axis stays, of size 1
             sizes.append(1)
             strides.append(stride)
             axis_vars.append(None)
@@ -185,7 +188,7 @@ def index(view: View, key) -> View:
         axis_vars.append(None)
     if not sizes:
         sizes, strides, axis_vars = [1], [1], [None]
-    return View(view.decl, offset, sizes, strides, axis_vars, view.bounds)
+    return View(view.decl, offset, sizes, strides, axis_vars, view.bounds, partition_axis if on_chip else 0)
 
 
 def _advanced(view: View, key) -> View:
@@ -247,7 +250,7 @@ def apply_mask(view: View, mask: Optional[Mask]) -> View:
         sizes[axis] = hi - lo
         for b in bounds:
             b.const += sum(c * lo for a, c in b.terms if a == axis)
-    return View(view.decl, offset, sizes, view.strides, view.axis_vars, bounds)
+    return View(view.decl, offset, sizes, view.strides, view.axis_vars, bounds, view.partition_axis)
 
 
 def check_bounds(view: View) -> None:

@@ -14,6 +14,27 @@ class engine:  # noqa: N801
         "gpsimd", "scalar", "dma"
 
 
+# The beta API's names of the engines.
+tensor_engine, vector_engine, scalar_engine, gpsimd_engine, unknown_engine = \
+    engine.tensor, engine.vector, engine.scalar, engine.gpsimd, engine.unknown
+
+
+class reduce_cmd:  # noqa: N801
+    """What an instruction's side reduction does with its accumulator (activation, tensor_scalar_reduce)."""
+    idle, reset, reduce, reset_reduce = "idle", "reset", "reduce", "reset_reduce"
+
+
+def _side_reduction(command) -> bool:
+    """Whether an instruction's reduce_res is written: reset_reduce (the default) starts a new sum; carrying
+    an accumulator across instructions (reduce, reset) is not emulated and says so."""
+    if command in (None, reduce_cmd.reset_reduce):
+        return True
+    if command == reduce_cmd.idle:
+        return False
+    raise current().error(f"reduce_cmd={command!r} (an accumulator carried across instructions) is not "
+                          "supported by this emulator yet; reset_reduce and idle are")
+
+
 class nc_version:  # noqa: N801
     gen2, gen3, gen4 = 2, 3, 4
 
@@ -108,12 +129,25 @@ def tensor_scalar(dst: View, data: View, op0, operand0, reverse0: bool = False, 
           reverse0=reverse0, op1=alu_of(op1), operand1=second, reverse1=reverse1)
 
 
+def tensor_scalar_reduce(dst: View, data: View, op0, operand0, reduce_op, reduce_res: View, reverse0: bool = False,
+                         engine=None, mask=None, reduce_cmd=None, **_) -> None:
+    """dst = data op0 operand0, and reduce_res = reduce_op over dst's free axes (Vector engine)."""
+    tensor_scalar(dst, data, op0, operand0, reverse0=reverse0, engine=engine, mask=mask)
+    if _side_reduction(reduce_cmd):
+        tensor_reduce(reduce_res, reduce_op, dst, axis=tuple(range(1, dst.ndim)), keepdims=True)
+
+
 def tensor_reduce(dst: View, op, data: View, axis, negate: bool = False, keepdims: bool = False, mask=None,
                   **_) -> None:
-    count = _reduce_axes(data, axis)
-    kept = data.ndim - count
-    target = View(dst.decl, dst.offset, dst.sizes[:kept], dst.strides[:kept]) if dst.ndim > kept else dst
-    _emit("tensor_reduce", "vector", target, (data,), mask, op0=alu_of(op), reduce_axes=count, negate=negate)
+    source, axes = _reduce_axes(data, axis)
+    kept = data.ndim - len(axes)
+    target = dst
+    if dst.ndim == data.ndim and dst.ndim > kept:  # kept dimensions: drop the reduced ones where they are
+        target = dst.permuted([a for a in range(dst.ndim) if a not in axes] + axes)
+    if target.ndim > kept:
+        target = View(target.decl, target.offset, target.sizes[:kept], target.strides[:kept])
+    _emit("tensor_reduce", "vector", target, (source,), mask, op0=alu_of(op), reduce_axes=len(axes),
+          negate=negate)
 
 
 def tensor_copy(dst: View, src: View, engine=None, mask=None, **_) -> None:
@@ -127,13 +161,13 @@ def tensor_copy(dst: View, src: View, engine=None, mask=None, **_) -> None:
 
 
 def activation(dst: View, op, data: View, bias=None, scale=1.0, reduce_op=None, reduce_res=None, mask=None,
-               **_) -> None:
+               reduce_cmd=None, **_) -> None:
     inputs = [data]
     scale_operand = _operand(scale, inputs, data) if isinstance(scale, View) else (-1, float(scale))
     bias_operand = _operand(bias, inputs, data) if bias is not None else (-1, 0.0)
     _emit("activation", "scalar", dst, inputs, mask, function=function_of(op), operand0=scale_operand,
           operand1=bias_operand)
-    if reduce_res is not None:
+    if reduce_res is not None and _side_reduction(reduce_cmd):
         tensor_reduce(reduce_res, reduce_op or nl.add, dst, axis=tuple(range(1, dst.ndim)), keepdims=True)
 
 
@@ -198,10 +232,10 @@ def tensor_tensor_scan(dst: View, data0: View, data1: View, initial, op0, op1, r
                        reverse1: bool = False, mask=None, **_) -> None:
     if reverse0 or reverse1:
         raise current().error("tensor_tensor_scan with reversed operands is not supported by this emulator yet")
-    if isinstance(initial, View):
-        raise current().error("tensor_tensor_scan: a per-partition initial value is not supported yet")
-    _emit("tensor_tensor_scan", "vector", dst, (data0, data1), mask, op0=alu_of(op0), op1=alu_of(op1),
-          operand0=(-1, float(initial)))
+    inputs = [data0, data1]
+    start = _operand(initial, inputs, dst)  # an immediate, or a [partitions, 1] tile: one start per partition
+    _emit("tensor_tensor_scan", "vector", dst, tuple(inputs), mask, op0=alu_of(op0), op1=alu_of(op1),
+          operand0=start)
 
 
 def select(dst: View, predicate: View, on_true: View, on_false: View, mask=None, **_) -> None:

@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 from . import indexing
 from .indexing import DynSlice, IndexExpr, MGrid, apply_mask, check_bounds
-from .trace import FLOATS, View, current, dtype_name, promote
+from .trace import BYTES, FLOATS, NkiError, View, _product, current, dtype_name, promote
 
 # Dtypes, as the current API names them (strings); numpy and torch dtypes are accepted too.
 float32, bfloat16, float16, tfloat32 = "float32", "bfloat16", "float16", "tfloat32"
@@ -32,9 +32,14 @@ class tile_size:  # noqa: N801 - the name kernels use
     bn_stats_fmax = 512
 
 
+class _ParDim(int):
+    """A size marked as the partition axis of a tile (nl.par_dim)."""
+
+
 def par_dim(size: int) -> int:
-    """Beta API: marks the partition dimension, which is always the first here."""
-    return int(size)
+    """Beta API: marks the partition axis of a tile; axes before it are blocks of
+    separate [partition, free] tiles ([4, par_dim(128), 512]: four tiles)."""
+    return _ParDim(int(size))
 
 
 def ds(start: int, size: int) -> DynSlice:
@@ -52,13 +57,30 @@ mgrid = MGrid()
 
 def ndarray(shape: Sequence[int], dtype, buffer=sbuf, name: str = "", **_) -> View:
     trace = current()
+    placement = None if isinstance(buffer, str) else buffer
     memory = buffer if isinstance(buffer, str) else getattr(buffer, "name", "sbuf")
     if memory not in ("sbuf", "psum", "private_hbm", "shared_hbm", "hbm"):
         raise trace.error(f"unknown buffer {buffer!r} (nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm)")
+    marked = [i for i, s in enumerate((shape,) if isinstance(shape, int) else shape) if isinstance(s, _ParDim)]
     shape = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
     if memory in ("sbuf", "psum") and len(shape) == 1:
         shape = shape + (1,)
-    return View.whole(trace.new_tensor(memory, dtype_name(dtype), shape, name))
+    if len(marked) > 1:
+        raise trace.error(f"a tile has one partition axis; nl.par_dim marks {len(marked)} of {list(shape)}")
+    axis = marked[0] if marked and memory in ("sbuf", "psum") else 0
+    if placement is not None and memory == "sbuf":
+        from .. import _C
+        from . import compiler
+        per_partition = _product(shape) // shape[axis] * BYTES[dtype_name(dtype)]
+        compiler.check_placement(placement, per_partition, _C._nki_sbuf_partition_bytes(trace.version),
+                                 f"tile {list(shape)} {dtype_name(dtype)}")
+    if axis == 0:
+        return View.whole(trace.new_tensor(memory, dtype_name(dtype), shape, name))
+    # Stored partition first, as the hardware holds a tile; the view keeps the declared axis order.
+    stored = View.whole(trace.new_tensor(memory, dtype_name(dtype), (shape[axis],) + shape[:axis] + shape[axis + 1:],
+                                         name, blocks=_product(shape[:axis])))
+    order = list(builtins.range(1, axis + 1)) + [0] + list(builtins.range(axis + 1, len(shape)))
+    return View(stored.decl, 0, shape, [stored.strides[a] for a in order], partition_axis=axis)
 
 
 def full(shape, fill_value, dtype, buffer=sbuf, name: str = "", **_) -> View:
@@ -84,6 +106,7 @@ def zeros_like(x: View, dtype=None, buffer=None, name: str = "", **_) -> View:
 
 
 def _fill(tile: View, value, mask=None) -> None:
+    tile = tile.partition_first() if mask is None else tile
     if tile.buffer == "hbm":
         staged = full(tile.shape, value, tile.dtype)
         store(tile, staged, mask=mask)
@@ -92,6 +115,21 @@ def _fill(tile: View, value, mask=None) -> None:
 
 
 # ---- SPMD and loops ------------------------------------------------------------------------------
+
+class nc(int):  # noqa: N801 - the name kernels use
+    """nl.nc(n): n physical NeuronCores of a logical one (LNC=2 on trn2), as a factor of nl.spmd_dim."""
+
+
+def spmd_dim(*factors) -> int:
+    """A launch-grid axis made of factors (nl.spmd_dim(4, nl.nc(2)): 8 instances, spread over two cores on
+    the hardware). The emulator runs the instances of every factor; program_id counts them all."""
+    size = 1
+    for factor in factors:
+        if int(factor) < 1:
+            raise NkiError(f"nl.spmd_dim: factor {factor!r} is not a positive size")
+        size *= int(factor)
+    return size
+
 
 def program_id(axis: int = 0) -> int:
     trace = current()
@@ -114,7 +152,7 @@ def program_ndim() -> int:
     return len(current().grid)
 
 
-def affine_range(*args):
+def affine_range(*args, **_):
     """Iterations independent of each other (checked: no iteration may read or
     overwrite what another wrote, except accumulations)."""
     trace = current()
@@ -128,11 +166,12 @@ def affine_range(*args):
             trace.loop_stack.pop()
 
 
-def sequential_range(*args):
+def sequential_range(*args, **_):
+    """Iterations in order; `directives=` (nki.compiler.no_reorder()) are accepted: order is kept anyway."""
     return builtins.range(*args)
 
 
-def static_range(*args):
+def static_range(*args, **_):
     return builtins.range(*args)
 
 
@@ -154,8 +193,8 @@ def store(dst: View, value, mask=None, **_) -> None:
     if not isinstance(value, View):
         _fill(dst, value, mask)
         return
-    if value.buffer == "psum" or value.dtype != dst.dtype:
-        value = copy(value, dtype=dst.dtype, mask=mask)  # DMA reads neither PSUM nor converts
+    if value.buffer == "psum":
+        value = copy(value, dtype=dst.dtype, mask=mask)  # DMA does not read PSUM
     dst_view, value_view = _same_shape(dst, value)
     if dst_view is None:
         raise trace.error(f"cannot store {value!r} into {dst!r}: shapes differ")
@@ -167,7 +206,8 @@ def _squeezed(view: View) -> View:
             if view.sizes[a] != 1 or (a == 0 and view.buffer != "hbm")]
     keep = keep or [0]
     return View(view.decl, view.offset, [view.sizes[a] for a in keep], [view.strides[a] for a in keep],
-                [view.axis_vars[a] for a in keep], view.bounds)
+                [view.axis_vars[a] for a in keep], view.bounds,
+                keep.index(view.partition_axis) if view.partition_axis in keep else 0)
 
 
 def _same_shape(a: View, b: View):
@@ -192,7 +232,8 @@ def assign(target: View, value) -> None:
         _fill(target, value)
         return
     last = trace.instructions[-1] if trace.instructions else None
-    if (last is not None and last["dst"].decl is value.decl and value.is_whole() and value.decl.memory ==
+    if (last is not None and target.partition_axis == 0 and last["dst"].decl is value.decl and value.is_whole()
+            and value.decl.memory ==
             target.decl.memory and value.shape == target.shape and value.decl.argument < 0
             and all(v.decl is not value.decl for v in last["inputs"]) and not _used_before(value, last)):
         last["dst"] = _masked_like(target, last["dst"])  # write the result where it belongs, no extra copy
@@ -203,12 +244,12 @@ def assign(target: View, value) -> None:
         t, v = _same_shape(target, value)
         if t is None or value.dtype != target.dtype:
             raise trace.error(f"cannot assign {value!r} to {target!r}")
-        _emit("dma_copy", "dma", t, (v,))
+        _emit("dma_copy", "dma", t, (v,), None)
     else:
         t, v = _same_shape(target, value)
         if t is None:
             raise trace.error(f"cannot assign {value!r} to {target!r}: shapes differ")
-        _emit("tensor_copy", "vector", t, (v,))
+        _emit("tensor_copy", "vector", t, (v,), None)
 
 
 def _used_before(value: View, last: dict) -> bool:
@@ -223,6 +264,11 @@ def _masked_like(target: View, written: View) -> View:
     """The target narrowed as the retargeted instruction's mask narrowed its own result."""
     if written.sizes == target.sizes:
         return target
+    kept = written.ndim
+    if kept < target.ndim and written.sizes == target.sizes[:kept] and all(s == 1 for s in target.sizes[kept:]):
+        # A reduction writes its kept axes only; the target's trailing axes are the reduced ones, of size 1.
+        return View(target.decl, target.offset, written.sizes, target.strides[:kept], target.axis_vars[:kept],
+                    target.bounds, target.partition_axis)
     offset = target.offset
     start = written.offset
     for a in builtins.range(written.ndim):
@@ -237,7 +283,8 @@ def accumulate_into(target: View, value) -> None:
     trace = current()
     last = trace.instructions[-1] if trace.instructions else None
     if (isinstance(value, View) and last is not None and last["name"] == "nc_matmul" and
-            last["dst"].decl is value.decl and target.buffer == "psum" and value.shape == target.shape):
+            last["dst"].decl is value.decl and target.buffer == "psum" and value.shape == target.shape and
+            target.partition_axis == 0):
         last["dst"] = target
         last["accumulate"] = True
         return
@@ -257,11 +304,26 @@ def _emit(opcode: str, engine: str, dst: View, inputs, mask, **fields) -> dict:
         raise trace.error(f"mask must be a comparison of index expressions, not {type(mask).__name__}")
     dst = apply_mask(dst, mask)
     inputs = [apply_mask(v, mask) for v in inputs]
+    dst, inputs = _partitions_first(dst, inputs)
     for view in [dst, *inputs]:
         check_bounds(view)
     if dst.buffer == "psum":
         trace.psum_written.setdefault(dst.decl.id, []).append((dst.offset, dst.offset + dst.elements()))
     return trace.emit(opcode, engine, dst, inputs, **fields)
+
+
+def _partitions_first(dst: View, inputs):
+    """Views of block tiles (nl.par_dim after block axes) with their partition axis first. An element-wise
+    instruction whose operands agree in shape and partition axis takes them so; any other must be given
+    one block at a time."""
+    views = [dst, *inputs]
+    if all(v.partition_axis == 0 for v in views):
+        return dst, inputs
+    if all(v.shape == dst.shape and v.partition_axis == dst.partition_axis for v in views):
+        return dst.partition_first(), [v.partition_first() for v in inputs]
+    odd = next(v for v in views if v.partition_axis != 0)
+    raise current().error(f"{odd!r} has its partition axis (nl.par_dim) at axis {odd.partition_axis}: "
+                          "index its block axes (tile[i]) before giving it to this instruction")
 
 
 def _broadcast(value: View, like: View) -> View:
@@ -338,24 +400,31 @@ floor, ceil, arctan, mish = _unary("floor"), _unary("ceil"), _unary("arctan"), _
 identity = _unary("copy", "identity")
 
 
-def _reduce_axes(x: View, axis) -> int:
+def _reduce_axes(x: View, axis):
+    """x with the reduced free axes moved last, as the engines reduce them (any free axes may be named:
+    the access pattern reorders them), and the sorted axes named."""
     axes = sorted({a % x.ndim for a in ((axis,) if isinstance(axis, int) else tuple(axis))})
     if 0 in axes:
         raise current().error("a reduction cannot include the partition axis 0 "
                               "(use nisa.tensor_partition_reduce or a transpose)")
     if axes != list(builtins.range(x.ndim - len(axes), x.ndim)):
-        raise current().error(f"reduction axes {axes} of {x!r} must be its trailing free axes")
-    return len(axes)
+        x = x.permuted([a for a in builtins.range(x.ndim) if a not in axes] + axes)
+    return x, axes
 
 
 def _reduction(alu: str, name: str):
     def fn(x: View, axis, dtype=None, keepdims: bool = False, mask=None, negate: bool = False, **kwargs):
-        count = _reduce_axes(x, axis)
-        kept = x.shape[:x.ndim - count]
-        shape = kept + (1,) * count if keepdims or len(kept) < 2 else kept
+        source, axes = _reduce_axes(x, axis)
+        kept_axes = [a for a in builtins.range(x.ndim) if a not in axes]
+        kept = tuple(x.shape[a] for a in kept_axes)
+        if keepdims:  # ones where the reduced axes were, as numpy keeps them
+            shape = tuple(1 if a in axes else x.shape[a] for a in builtins.range(x.ndim))
+        else:
+            kept_axes = list(builtins.range(len(kept)))
+            shape = kept + (1,) * len(axes) if len(kept) < 2 else kept
         out = ndarray(shape, dtype or (x.dtype if x.dtype in FLOATS else "int32"), kwargs.get("buffer") or sbuf)
-        dst = View(out.decl, 0, kept, out.strides[:len(kept)])
-        _emit("tensor_reduce", "vector", dst, (x,), mask, op0=alu, reduce_axes=count, negate=negate)
+        dst = View(out.decl, 0, kept, [out.strides[a] for a in kept_axes])
+        _emit("tensor_reduce", "vector", dst, (source,), mask, op0=alu, reduce_axes=len(axes), negate=negate)
         return out
     fn.__name__ = name
     fn.nki_alu = alu

@@ -73,9 +73,10 @@ class TensorDecl:
     """A tensor of the kernel: an HBM argument or output, or an on-chip tile."""
 
     def __init__(self, tid: int, name: str, memory: str, dtype: str, shape: Tuple[int, ...], argument: int,
-                 line: int):
+                 line: int, blocks: int = 1):
         self.id, self.name, self.memory, self.dtype = tid, name, memory, dtype
         self.shape, self.argument, self.line = shape, argument, line
+        self.blocks = blocks  # on-chip: tiles side by side in each partition (the axes before nl.par_dim)
 
     def strides(self) -> Tuple[int, ...]:
         strides, step = [], 1
@@ -93,14 +94,22 @@ class Bound:
 
 
 class View:
-    """A strided view of a kernel tensor: what NKI calls a tensor or a tile."""
+    """A strided view of a kernel tensor: what NKI calls a tensor or a tile.
+
+    An on-chip tile declared with `nl.par_dim` after leading block axes
+    ([blocks, par_dim(128), free]) is stored partition first, as the hardware
+    holds it; its views keep the declared axis order and remember where the
+    partition axis is (`partition_axis`) until indexing the blocks drops them.
+    """
 
     def __init__(self, decl: TensorDecl, offset: int, sizes: Sequence[int], strides: Sequence[int],
-                 axis_vars: Optional[Sequence[Optional[int]]] = None, bounds: Sequence[Bound] = ()):
+                 axis_vars: Optional[Sequence[Optional[int]]] = None, bounds: Sequence[Bound] = (),
+                 partition_axis: int = 0):
         self.decl, self.offset = decl, int(offset)
         self.sizes, self.strides = tuple(int(s) for s in sizes), tuple(int(s) for s in strides)
         self.axis_vars = tuple(axis_vars) if axis_vars is not None else (None,) * len(self.sizes)
         self.bounds = tuple(bounds)
+        self.partition_axis = partition_axis
 
     @classmethod
     def whole(cls, decl: TensorDecl) -> "View":
@@ -162,7 +171,7 @@ class View:
     def __setitem__(self, key, value) -> None:
         from . import language as nl
         target = self[key]
-        if value is target:
+        if value is target or (isinstance(value, View) and value.access() == target.access()):
             return  # `t[i] += x` writes through the view already
         nl.assign(target, value)
 
@@ -174,6 +183,9 @@ class View:
             for s in shape:
                 known *= s if s != -1 else 1
             shape = tuple(count // known if s == -1 else s for s in shape)
+        if self.partition_axis != 0:
+            raise NkiError(f"cannot reshape {self!r}: its partition axis (nl.par_dim) is axis "
+                           f"{self.partition_axis}; index its block axes first")
         if not self.is_contiguous() or _product(shape) != count:
             raise NkiError(f"cannot reshape {self!r} to {list(shape)}: only whole contiguous views reshape")
         strides, step = [], 1
@@ -195,7 +207,27 @@ class View:
         if len(shape) != self.ndim or any(s != t and s != 1 for s, t in zip(self.sizes, shape)):
             raise NkiError(f"cannot broadcast {self!r} to {list(shape)}")
         strides = tuple(0 if s != t else st for s, t, st in zip(self.sizes, shape, self.strides))
-        return View(self.decl, self.offset, shape, strides, self.axis_vars, self.bounds)
+        spread = View(self.decl, self.offset, shape, strides, self.axis_vars, self.bounds, self.partition_axis)
+        if self.buffer == "hbm" or self.sizes[self.partition_axis] == shape[self.partition_axis]:
+            return spread
+        # Across partitions an engine cannot read one partition for many: the tile is copied into a new one
+        # (by DMA here), as nl.broadcast_to documents ("a new tile broadcast along the partition dimension").
+        from . import language as nl
+        out = nl.ndarray(shape, self.dtype, nl.sbuf)
+        nl._emit("dma_copy", "dma", out, (spread.partition_first(),), None)
+        return out
+
+    def permuted(self, order: Sequence[int]) -> "View":
+        """The same elements, axis order[i] of this view as axis i (a strided view reads them in any order)."""
+        order = list(order)
+        bounds = [Bound(b.size, b.const, [(order.index(a), c) for a, c in b.terms], b.dim) for b in self.bounds]
+        return View(self.decl, self.offset, [self.sizes[a] for a in order], [self.strides[a] for a in order],
+                    [self.axis_vars[a] for a in order], bounds, order.index(self.partition_axis))
+
+    def partition_first(self) -> "View":
+        """The same elements with the partition axis moved to the front, as instructions take them."""
+        k = self.partition_axis
+        return self if k == 0 else self.permuted([k] + [a for a in range(self.ndim) if a != k])
 
     def ap(self, pattern, offset: int = 0) -> "View":
         """An explicit access pattern: [[stride, count], ...], partition first."""
@@ -299,7 +331,7 @@ class Trace:
         return NkiError(f"kernel '{self.kernel}', {self.where()}: {message}")
 
     def new_tensor(self, memory: str, dtype: str, shape: Sequence[int], name: str = "",
-                   argument: int = -1) -> TensorDecl:
+                   argument: int = -1, blocks: int = 1) -> TensorDecl:
         shape = tuple(int(s) for s in shape)
         if any(s < 1 for s in shape) or not shape:
             raise self.error(f"tensor shape {list(shape)} must have positive sizes")
@@ -312,7 +344,7 @@ class Trace:
             self.arguments += 1
         decl = TensorDecl(len(self.tensors), name or f"{memory}_{len(self.tensors)}",
                           "hbm" if memory in ("shared_hbm", "private_hbm", "hbm") else memory, dtype, shape,
-                          argument, self.line())
+                          argument, self.line(), blocks)
         if memory == "shared_hbm":
             self.shared.append(decl)
             self._shared_seen += 1
@@ -325,7 +357,7 @@ class Trace:
         if decl.shape[0] > 128:
             raise self.error(f"{decl.memory} tile {list(decl.shape)} has {decl.shape[0]} partitions; "
                              "the partition dimension is at most 128 (nl.tile_size.pmax)")
-        per_partition = _product(decl.shape[1:]) * BYTES[decl.dtype]
+        per_partition = _product(decl.shape[1:]) * BYTES[decl.dtype] // decl.blocks
         if decl.memory == "psum" and per_partition > 2048:
             raise self.error(f"psum tile {list(decl.shape)} {decl.dtype} holds {per_partition} bytes per "
                              "partition; a PSUM tile is at most one 2 KiB bank (512 fp32, nl.tile_size.psum_fmax)")
@@ -372,7 +404,7 @@ class Trace:
         """The program as the C++ builder takes it (plain tuples, picklable for the disk cache)."""
         from . import codes
         c = codes.get()
-        tensors = [(t.name, c["memory"][t.memory], c["dtype"][t.dtype], list(t.shape), t.argument)
+        tensors = [(t.name, c["memory"][t.memory], c["dtype"][t.dtype], list(t.shape), t.argument, t.blocks)
                    for t in self.tensors]
         instructions = []
         for ins in self.instructions:

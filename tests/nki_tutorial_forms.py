@@ -1,0 +1,166 @@
+"""Kernels of our own written in the forms AWS's published NKI tutorials use (nki-samples,
+src/nki_samples/tutorials): block tiles with nl.par_dim after their block axes, reductions over
+free axes that are not the trailing ones, SPMD grids spread over NeuronCores with nl.spmd_dim,
+scans carried from one chunk to the next, a one-partition tile broadcast to all partitions,
+DMA casting on store, and hand placement through nki.compiler."""
+from __future__ import annotations
+
+import numpy as np
+
+import neuronxcc.nki as beta
+import neuronxcc.nki.isa as bisa
+import neuronxcc.nki.language as bnl
+from neuronxcc.nki import compiler
+
+P = 128
+
+
+@beta.jit
+def blocked_products(lhsT, rhs):
+    """out[m-th 128 rows] = lhsT[:, m-th 128 columns].T @ rhs, each product in its own block of one
+    PSUM tensor [blocks, par_dim(128), n] and its own block of an SBUF tensor."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = bnl.ndarray((M, N), dtype=bnl.float32, buffer=bnl.shared_hbm)
+    blocks = M // P
+    a = bnl.load(lhsT)
+    b = bnl.load(rhs)
+    acc = bnl.ndarray((blocks, bnl.par_dim(P), N), dtype=bnl.float32, buffer=bnl.psum)
+    res = bnl.ndarray((blocks, bnl.par_dim(P), N), dtype=bnl.float32, buffer=bnl.sbuf)
+    for m in bnl.affine_range(blocks):
+        acc[m] = bisa.nc_matmul(a[:, m * P:(m + 1) * P], b)
+        res[m, :, :] = bisa.tensor_copy(acc[m])
+    for m in bnl.affine_range(blocks):
+        bnl.store(out[m * P:(m + 1) * P, :], value=res[m])
+    return out
+
+
+@beta.jit
+def block_sums(x):
+    """Sum of block tiles accumulated with +=: out = x[0:128] + x[128:256] + ... (rows in 128-row tiles)."""
+    rows, cols = x.shape
+    out = bnl.ndarray((P, cols), dtype=x.dtype, buffer=bnl.shared_hbm)
+    total = bnl.zeros((2, bnl.par_dim(P), cols), dtype=bnl.float32)
+    for t in bnl.affine_range(rows // P):
+        total[t % 2, 0:P, 0:cols] += bnl.load(x[t * P:(t + 1) * P, :])
+    bnl.store(out, value=bnl.add(total[0], total[1]))
+    return out
+
+
+@beta.jit
+def window_max(x, window):
+    """Max over window x window patches of [channels, h, w] (a max-pool): a reduction over the
+    free axes 2 and 4 of a 5-axis index expression, not the trailing ones."""
+    channels, h, w = x.shape
+    out = bnl.ndarray((channels, h // window, w // window), dtype=x.dtype, buffer=bnl.shared_hbm)
+    i0, i1, i2, i3, i4 = bnl.mgrid[0:channels, 0:h // window, 0:window, 0:w // window, 0:window]
+    tile = bnl.load(x)
+    bnl.store(out, value=bnl.max(tile[i0, window * i1 + i2, window * i3 + i4], axis=[2, 4]))
+    return out
+
+
+@beta.jit
+def add_rows(a, b):
+    """One 128 x 512 tile a program; the grid is built with nl.spmd_dim over two NeuronCores."""
+    i, j = bnl.program_id(0), bnl.program_id(1)
+    out = bnl.ndarray(a.shape, dtype=a.dtype, buffer=bnl.shared_hbm)
+    rows = slice(i * P, (i + 1) * P)
+    cols = slice(j * 512, (j + 1) * 512)
+    bnl.store(out[rows, cols], value=bnl.add(bnl.load(a[rows, cols]), bnl.load(b[rows, cols])))
+    return out
+
+
+def add_on_two_cores(a, b):
+    return add_rows[bnl.spmd_dim(a.shape[0] // (2 * P), bnl.nc(2)), a.shape[1] // 512](a, b)
+
+
+@beta.jit
+def chunked_decay_scan(decay, inputs, chunk):
+    """state[t] = decay[t] * state[t - 1] + inputs[t] along the free axis, `chunk` columns at a time:
+    each chunk's scan starts from the last state of the one before (a per-partition initial value)."""
+    rows, cols = decay.shape
+    out = bnl.ndarray((rows, cols), dtype=decay.dtype, buffer=bnl.shared_hbm)
+    state = bnl.zeros((rows, 1), dtype=bnl.float32)
+    for c in bnl.sequential_range(cols // chunk):
+        d = bnl.load(decay[:, c * chunk:(c + 1) * chunk])
+        u = bnl.load(inputs[:, c * chunk:(c + 1) * chunk])
+        scanned = bisa.tensor_tensor_scan(d, u, initial=state, op0=np.multiply, op1=np.add)
+        state[...] = scanned[:, chunk - 1]
+        bnl.store(out[:, c * chunk:(c + 1) * chunk], value=scanned)
+    return out
+
+
+@beta.jit
+def scale_rows_by_one_row(x, row):
+    """x * row, where row [1, cols] is loaded into one partition and broadcast to all of them."""
+    out = bnl.ndarray(x.shape, dtype=x.dtype, buffer=bnl.shared_hbm)
+    one = bnl.load(row)
+    everywhere = one.broadcast_to((x.shape[0], x.shape[1]))
+    bnl.store(out, value=bisa.tensor_tensor(bnl.load(x), everywhere, op=bnl.multiply))
+    return out
+
+
+@beta.jit
+def store_as_bf16(x):
+    """An fp32 tile stored into a bf16 HBM tensor: the DMA casts."""
+    out = bnl.ndarray(x.shape, dtype=bnl.bfloat16, buffer=bnl.shared_hbm)
+    tile = bnl.ndarray(x.shape, dtype=bnl.float32, buffer=bnl.sbuf)
+    bisa.dma_copy(dst=tile, src=x)
+    bisa.dma_copy(dst=out, src=tile)
+    return out
+
+
+@compiler.skip_middle_end_transformations
+@beta.jit
+def placed_softmax_sums(x):
+    """Row sums of exp(x) with hand-placed tiles, a kept order and tensor_scalar_reduce."""
+    rows, cols = x.shape
+    out = bnl.ndarray((rows, 1), dtype=bnl.float32, buffer=bnl.shared_hbm)
+    tile = bnl.ndarray((bnl.par_dim(rows), cols), dtype=x.dtype,
+                       buffer=compiler.sbuf.mod_alloc(base_addr=0, num_free_tiles=(1,)))
+    tile[...] = bnl.load(x)
+    sums = bnl.ndarray((bnl.par_dim(rows), 2), dtype=bnl.float32,
+                       buffer=compiler.sbuf.mod_alloc(base_addr=cols * 4))
+    for half in bnl.sequential_range(2, directives=compiler.no_reorder()):
+        part = tile[:, half * (cols // 2):(half + 1) * (cols // 2)]
+        bisa.activation(op=bnl.exp, data=part, reduce_op=bnl.add, reduce_res=sums[:, half],
+                        reduce_cmd=bisa.reduce_cmd.reset_reduce)
+    doubled = bnl.ndarray((bnl.par_dim(rows), 1), dtype=bnl.float32, buffer=bnl.sbuf)
+    bisa.tensor_scalar_reduce(data=sums, op0=bnl.multiply, operand0=1.0, reduce_op=bnl.add,
+                                       reduce_res=doubled)
+    bnl.store(out, value=doubled)
+    return out
+
+
+@beta.jit
+def placed_past_sbuf(x):
+    tile = bnl.ndarray((bnl.par_dim(P), 1024), dtype=bnl.float32,
+                       buffer=compiler.sbuf.mod_alloc(base_addr=224 * 1024 - 1024))
+    tile[...] = bnl.load(x)
+    out = bnl.ndarray(x.shape, dtype=x.dtype, buffer=bnl.shared_hbm)
+    bnl.store(out, value=tile)
+    return out
+
+
+@beta.jit
+def nine_psum_blocks(x):
+    out = bnl.ndarray((P, 512), dtype=bnl.float32, buffer=bnl.shared_hbm)
+    acc = bnl.ndarray((9, bnl.par_dim(P), 512), dtype=bnl.float32, buffer=bnl.psum)
+    a = bnl.load(x)
+    for m in bnl.affine_range(9):
+        acc[m] = bisa.nc_matmul(a[:, 0:P], a)
+    total = bnl.copy(acc[0])
+    for m in range(1, 9):
+        total = bnl.add(total, acc[m])
+    bnl.store(out, value=total)
+    return out
+
+
+@beta.jit
+def carried_reduce_cmd(x):
+    out = bnl.ndarray((x.shape[0], 1), dtype=bnl.float32, buffer=bnl.shared_hbm)
+    sums = bnl.ndarray((x.shape[0], 1), dtype=bnl.float32, buffer=bnl.sbuf)
+    bisa.activation(op=bnl.exp, data=bnl.load(x), reduce_op=bnl.add, reduce_res=sums,
+                    reduce_cmd=bisa.reduce_cmd.reduce)
+    bnl.store(out, value=sums)
+    return out

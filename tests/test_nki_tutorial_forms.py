@@ -1,0 +1,82 @@
+"""The forms AWS's published NKI tutorials write kernels in, on neuron, each against torch
+(kernels in nki_tutorial_forms.py, our own)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import nki_tutorial_forms as forms  # noqa: E402
+from torch_neuronx.nki import NkiError
+
+
+def neuron(t: torch.Tensor) -> torch.Tensor:
+    return t.to("neuron")
+
+
+def test_block_tiles_in_psum_and_sbuf_hold_one_product_each():
+    torch.manual_seed(0)
+    lhsT, rhs = torch.randn(128, 384), torch.randn(128, 512)
+    out = forms.blocked_products(neuron(lhsT), neuron(rhs)).cpu()
+    torch.testing.assert_close(out, lhsT.T @ rhs, rtol=1e-4, atol=1e-4)
+
+
+def test_block_tile_accumulates_through_indexed_blocks():
+    torch.manual_seed(1)
+    x = torch.randn(128 * 5, 96)
+    want = sum(x[t * 128:(t + 1) * 128] for t in range(5))
+    torch.testing.assert_close(forms.block_sums(neuron(x)).cpu(), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("window", [2, 3])
+def test_reduction_over_non_trailing_free_axes(window):
+    torch.manual_seed(window)
+    x = torch.randn(16, 6 * window, 4 * window)
+    want = torch.nn.functional.max_pool2d(x.unsqueeze(0), window).squeeze(0)
+    assert torch.equal(forms.window_max(neuron(x), window).cpu(), want)
+
+
+def test_spmd_grid_over_two_neuron_cores_covers_every_tile():
+    torch.manual_seed(2)
+    a, b = torch.randn(512, 1024), torch.randn(512, 1024)
+    assert torch.equal(forms.add_on_two_cores(neuron(a), neuron(b)).cpu(), a + b)
+
+
+def test_scan_continues_from_a_per_partition_initial_value():
+    torch.manual_seed(3)
+    decay, inputs = torch.rand(128, 96) * 0.9, torch.randn(128, 96)
+    want, state = torch.empty_like(inputs), torch.zeros(128)
+    for t in range(96):
+        state = decay[:, t] * state + inputs[:, t]
+        want[:, t] = state
+    out = forms.chunked_decay_scan(neuron(decay), neuron(inputs), 32).cpu()
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_one_partition_tile_broadcasts_to_every_partition():
+    torch.manual_seed(4)
+    x, row = torch.randn(128, 200), torch.randn(1, 200)
+    assert torch.equal(forms.scale_rows_by_one_row(neuron(x), neuron(row)).cpu(), x * row)
+
+
+def test_dma_casts_fp32_to_bf16_as_torch_rounds():
+    torch.manual_seed(5)
+    x = torch.randn(64, 300)
+    out = forms.store_as_bf16(neuron(x)).cpu()
+    assert out.dtype == torch.bfloat16 and torch.equal(out, x.to(torch.bfloat16))
+
+
+def test_hand_placed_tiles_kept_order_and_tensor_scalar_reduce():
+    torch.manual_seed(6)
+    x = torch.randn(128, 256)
+    out = forms.placed_softmax_sums(neuron(x)).cpu()
+    torch.testing.assert_close(out[:, 0], torch.exp(x).sum(1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kernel, message", [
+    (forms.placed_past_sbuf, "past the 229376 bytes of a partition"),
+    (forms.nine_psum_blocks, "need 9 banks"),
+    (forms.carried_reduce_cmd, "reduce_cmd='reduce'"),
+])
+def test_tutorial_forms_keep_the_hardware_limits(kernel, message):
+    with pytest.raises(NkiError, match=message):
+        kernel(neuron(torch.zeros(128, 1024 if kernel is forms.placed_past_sbuf else 512)))
