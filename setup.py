@@ -35,11 +35,28 @@ def extensions():
     return [ext], {"build_ext": BuildExtension}
 
 
+NAMES_HOOK = "torch-neuronx-nki-names.pth"  # torch_neuronx/nki/aliases.py says what it does
+
+
+def build_py_with_names_hook():
+    from setuptools.command.build_py import build_py
+
+    class BuildPy(build_py):
+        """Also puts the NKI import-name hook at the top of site-packages, where .pth files run."""
+
+        def run(self):
+            super().run()
+            self.copy_file(os.path.join("torch_neuronx", "nki", NAMES_HOOK), os.path.join(self.build_lib, NAMES_HOOK))
+
+    return BuildPy
+
+
 def main():
     import sys
 
     metadata_only = any(arg in sys.argv for arg in ("egg_info", "dist_info"))
     ext_modules, cmdclass = ([], {}) if metadata_only else extensions()
+    cmdclass = {**cmdclass, "build_py": build_py_with_names_hook()}
     setup(
         name="torch-neuronx",
         version="0.1.0",

@@ -65,16 +65,30 @@ install_packages() {
   touch "$STAMP"
 }
 
+# AWS's import names (nki, neuronxcc.nki) for scripts that import them before torch: a start-up hook in
+# the environment's site-packages (torch_neuronx/nki/aliases.py says how it works). Refreshed on every run.
+install_import_names() {
+  local hook="$(dirname "${BASH_SOURCE[0]}")/../torch_neuronx/nki/torch-neuronx-nki-names.pth"
+  local target="$ROOTFS/usr/lib/python3/dist-packages/torch-neuronx-nki-names.pth"
+  if [ -d "$(dirname "$target")" ] && ! cmp -s "$hook" "$target"; then
+    cp "$hook" "$target"
+  fi
+}
+
 main() {
   if [ "${TORCH_NEURONX_USE_HOST:-}" = 1 ] || host_has_torch; then
     exit 0
   fi
-  [ -f "$STAMP" ] && exit 0
+  if [ -f "$STAMP" ]; then
+    install_import_names
+    exit 0
+  fi
   mkdir -p "$TORCH_NEURONX_APT_CACHE/partial"  # apt's download folder inside it
   APT_CACHE="$(cd "$TORCH_NEURONX_APT_CACHE" && pwd)"  # debootstrap wants it absolute
   ensure_host_tools
   make_rootfs
   install_packages
+  install_import_names
   log "ready: $ROOTFS"
 }
 

@@ -30,6 +30,16 @@ def test_import_torch_alone_registers_device():
                     "count": DEFAULT_CORES, "transformers": True, "accelerate": True}
 
 
+def test_import_torch_neuronx_before_torch():
+    # torch's autoload finds the package half loaded (it is the one importing torch): no circular-import error.
+    out = check_ok(run_python("""
+        import torch_neuronx
+        import torch
+        print(torch.arange(4, device="neuron").sum().item(), torch._C._get_privateuse1_backend_name())
+    """))
+    assert out.split() == ["6", "neuron"]
+
+
 def test_autoload_disabled_needs_explicit_import():
     out = check_ok(run_python("""
         import json, torch

@@ -198,6 +198,30 @@ def test_a_real_nki_installation_wins(tmp_path):
     assert check_ok(run_python(code, env)).split() == ["True", "128"]
 
 
+def test_import_names_resolve_before_torch_through_the_startup_hook():
+    import site
+    hook = "torch-neuronx-nki-names.pth"
+    if not any(os.path.exists(os.path.join(d, hook)) for d in site.getsitepackages()):
+        pytest.skip(f"no {hook} in this interpreter's site-packages: it is the host's own python3 with torch "
+                    "(env/provision.sh puts the hook in the project's environment, setup.py in a pip install)")
+    code = """
+        import sys
+        light = "torch" not in sys.modules  # the hook itself imports nothing heavy
+        import neuronxcc.nki as nki
+        import neuronxcc.nki.language as nl
+        import numpy as np
+
+        @nki.jit
+        def double(x):
+            out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            nl.store(out, value=nl.multiply(nl.load(x), 2.0))
+            return out
+
+        print(light, float(double(np.arange(12, dtype=np.float32).reshape(4, 3)).sum()))
+    """
+    assert check_ok(run_python(code)).split() == ["True", "132.0"]
+
+
 def test_nki_outside_a_kernel_is_an_error():
     import nki.language as nl
     with pytest.raises(NkiError, match="only inside a kernel"):

@@ -6,7 +6,19 @@
 import importlib.util
 import os
 
-import torch
+
+def _autoload() -> None:
+    """Entry point of the `torch.backends` group, called at the end of `import torch`.
+
+    Defined before this package imports torch: when `import torch_neuronx` comes first, torch's autoload
+    finds this package half loaded; it then does nothing here, and the package registers itself at its end.
+    """
+    register = globals().get("_register")
+    if register is not None:
+        register()
+
+
+import torch  # noqa: E402
 
 # Where torch_xla is installed, transformers and accelerate would take their
 # XLA Neuron path for this package (an XLA process group under torchrun); the
@@ -45,11 +57,6 @@ def _register() -> None:
     from .nki import aliases as _nki_aliases
 
     _nki_aliases.install()
-
-
-def _autoload() -> None:
-    """Entry point of the `torch.backends` group, called at the end of `import torch`."""
-    _register()
 
 
 def nki_op(name: str, **kwargs):

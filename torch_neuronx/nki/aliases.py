@@ -4,6 +4,12 @@
 `neuronxcc.nki.language`, `.isa`, `.typing` (beta API) resolve to this
 package. The finder sits at the end of sys.meta_path and answers only when no
 other finder found the name, so a real installation always wins.
+
+`import torch` installs the finder (the plugin's autoload); so does
+torch-neuronx-nki-names.pth in site-packages at interpreter start-up, for
+scripts that import `neuronxcc.nki` before torch, as AWS's tutorials do. That
+file runs this module on its own (no torch import until a name is asked for),
+so it must need nothing but the standard library at import time.
 """
 from __future__ import annotations
 
@@ -53,5 +59,6 @@ class AliasFinder(importlib.abc.MetaPathFinder):
 
 
 def install() -> None:
-    if not any(isinstance(f, AliasFinder) for f in sys.meta_path):
+    # By name: the start-up hook and the package each load this module under their own name.
+    if not any(type(f).__name__ == AliasFinder.__name__ for f in sys.meta_path):
         sys.meta_path.append(AliasFinder())
