@@ -6,7 +6,7 @@ TORCH_NEURONX_ROOTFS="${TORCH_NEURONX_ROOTFS:-/var/cache/torch-neuronx/sid-rootf
 TORCH_NEURONX_CACHE="${TORCH_NEURONX_CACHE:-/var/cache/torch-neuronx}"
 # Downloaded .deb files only: the one part a fresh environment may reuse.
 TORCH_NEURONX_APT_CACHE="${TORCH_NEURONX_APT_CACHE:-/var/cache/torch-neuronx-apt}"
-TORCH_NEURONX_READY_MARK="$TORCH_NEURONX_ROOTFS/.torch-neuronx-provisioned-v2"
+TORCH_NEURONX_READY_MARK="$TORCH_NEURONX_ROOTFS/.torch-neuronx-provisioned-v3"
 
 host_has_torch() {
   python3 - <<'PY' 2>/dev/null

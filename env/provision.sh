@@ -13,11 +13,12 @@ MIRROR="${TORCH_NEURONX_MIRROR:-http://deb.debian.org/debian}"
 STAMP="$TORCH_NEURONX_READY_MARK"
 
 # libsleef-dev: the header of Inductor's vectorised CPU kernels (see
-# torch_neuronx/compile/vector_isa.py).
+# torch_neuronx/compile/vector_isa.py). python3-ml-dtypes: bf16 and fp8 NumPy
+# arrays for NKI kernels called with NumPy, as AWS's simulator takes them.
 PACKAGES=(
   python3 python3-dev python3-pip python3-setuptools python3-pytest
   python3-torch libtorch-dev python3-transformers python3-accelerate
-  python3-safetensors python3-tokenizers python3-numpy python3-expecttest
+  python3-safetensors python3-tokenizers python3-numpy python3-expecttest python3-ml-dtypes
   pybind11-dev libopenblas0-pthread libopenblas-dev libdnnl-dev
   libsleef-dev
   g++ make cmake ninja-build ccache libgtest-dev git

@@ -349,13 +349,32 @@ class Checker {
     int first = -1, last = -1;
   };
 
-  // Which on-chip tensors are alive at once, per SPMD instance: SBUF bytes per partition and PSUM banks.
+  // The blocks of a [blocks, par_dim, free] tensor an access reaches, first and last. Stored partition
+  // first, a block is a run of partitionElements() / blocks elements within each partition.
+  static std::pair<int64_t, int64_t> blocksReached(const Access& access, const TensorInfo& info) {
+    if (info.blocks <= 1) return {0, 0};
+    const int64_t per_partition = info.partitionElements(), per_block = per_partition / info.blocks;
+    int64_t low = access.offset % per_partition, high = low;
+    for (int a = 0; a < access.rank; ++a) {
+      if (access.strides[a] % per_partition == 0) continue;  // walks partitions
+      const int64_t reach = (access.sizes[a] - 1) * access.strides[a];
+      (reach < 0 ? low : high) += reach;
+    }
+    return {std::max<int64_t>(0, low / per_block), std::min<int64_t>(info.blocks - 1, high / per_block)};
+  }
+
+  // Which on-chip tiles are alive at once, per SPMD instance: SBUF bytes per partition and PSUM banks. Each
+  // block of a block tensor is a tile with a life of its own, as the compiler allocates them.
   void checkCapacity() {
-    std::vector<Span> spans(program_.tensors.size());
+    std::vector<std::vector<Span>> spans(program_.tensors.size());
+    for (std::size_t t = 0; t < spans.size(); ++t) spans[t].resize(std::max<int64_t>(1, program_.tensors[t].blocks));
     const auto touch = [&](const Access& access, int i) {
-      Span& span = spans[access.tensor];
-      if (span.first < 0) span.first = i;
-      span.last = i;
+      const auto [first, last] = blocksReached(access, program_.tensors[access.tensor]);
+      for (int64_t block = first; block <= last; ++block) {
+        Span& span = spans[access.tensor][block];
+        if (span.first < 0) span.first = i;
+        span.last = i;
+      }
     };
     for (std::size_t i = 0; i < program_.instructions.size(); ++i) {
       const Instruction& in = program_.instructions[i];
@@ -364,21 +383,23 @@ class Checker {
     }
     std::map<int, std::vector<std::pair<int, int>>> changes;  // instruction -> (tensor, +1 born / -1 dies)
     for (std::size_t t = 0; t < spans.size(); ++t) {
-      if (spans[t].first < 0 || program_.tensors[t].memory == Memory::kHbm) continue;
-      changes[spans[t].first].push_back({static_cast<int>(t), +1});
-      changes[spans[t].last + 1].push_back({static_cast<int>(t), -1});
+      if (program_.tensors[t].memory == Memory::kHbm) continue;
+      for (const Span& span : spans[t]) {
+        if (span.first < 0) continue;
+        changes[span.first].push_back({static_cast<int>(t), +1});
+        changes[span.last + 1].push_back({static_cast<int>(t), -1});
+      }
     }
     int64_t sbuf = 0;
     int banks = 0;
     for (const auto& [i, events] : changes) {
-      for (const auto& [t, change] : events) {
+      for (const auto& [t, change] : events) {  // one block (the whole tensor if it has none)
         const TensorInfo& info = program_.tensors[t];
-        const int64_t bytes = info.partitionElements() * static_cast<int64_t>(byteSize(info.dtype));
+        const int64_t tile = info.partitionElements() * static_cast<int64_t>(byteSize(info.dtype)) / info.blocks;
         if (info.memory == Memory::kSbuf) {
-          sbuf += change * bytes;
-        } else {
-          const int64_t tile = bytes / info.blocks;  // a tile never straddles banks
-          banks += change * static_cast<int>(info.blocks * ((tile + limits_.psum_bank_bytes - 1) / limits_.psum_bank_bytes));
+          sbuf += change * tile;
+        } else {  // a tile never straddles banks
+          banks += change * static_cast<int>((tile + limits_.psum_bank_bytes - 1) / limits_.psum_bank_bytes);
         }
       }
       const int at = std::min<int>(i, static_cast<int>(program_.instructions.size()) - 1);

@@ -164,3 +164,43 @@ def carried_reduce_cmd(x):
                     reduce_cmd=bisa.reduce_cmd.reduce)
     bnl.store(out, value=sums)
     return out
+
+
+@beta.jit
+def transpose_by_identity(x):
+    """x [128, n]^T in 128-column blocks through the Tensor engine against an identity held as a shared
+    constant; each block's product accumulates (+=) into a PSUM block never written before."""
+    rows, cols = x.shape
+    out = bnl.ndarray((cols, rows), dtype=bnl.float32, buffer=bnl.shared_hbm)
+    identity = bnl.load(bnl.shared_constant(np.identity(P, dtype=np.int8), dtype=bnl.float32))
+    tile = bnl.load(x)
+    blocks = bnl.ndarray((cols // P, bnl.par_dim(P), P), dtype=bnl.float32, buffer=bnl.psum)
+    for b in bnl.affine_range(cols // P):
+        blocks[b, :, :] += bisa.nc_matmul(tile[:, b * P:(b + 1) * P], identity)
+        bnl.store(out[b * P:(b + 1) * P, :], value=bisa.tensor_copy(blocks[b]))
+    return out
+
+
+@beta.jit
+def rotating_psum_blocks(x):
+    """Sixteen 2 KiB PSUM blocks of one tensor, each written, read and done with before the next: live one
+    at a time, as the compiler allocates block tiles (the whole tensor would need 16 of the 8 banks)."""
+    out = bnl.ndarray((P, 512), dtype=bnl.float32, buffer=bnl.shared_hbm)
+    acc = bnl.ndarray((16, bnl.par_dim(P), 512), dtype=bnl.float32, buffer=bnl.psum)
+    a = bnl.load(x)
+    total = bnl.zeros((P, 512), dtype=bnl.float32)
+    for m in bnl.sequential_range(16):
+        acc[m] = bisa.nc_matmul(a[:, 0:P], a)
+        total[...] = bnl.add(total, acc[m])
+    bnl.store(out, value=total)
+    return out
+
+
+@beta.jit
+def scale_by_constant_row(x, weights):
+    """x times a row of constants given to the kernel as NumPy data (nl.shared_constant with a dtype)."""
+    out = bnl.ndarray(x.shape, dtype=x.dtype, buffer=bnl.shared_hbm)
+    row = bnl.load(bnl.shared_constant(np.asarray(weights, dtype=np.float64).reshape(1, -1),
+                                      dtype=bnl.float32).broadcast_to((x.shape[0], len(weights))))
+    bnl.store(out, value=bnl.multiply(bnl.load(x), row))
+    return out

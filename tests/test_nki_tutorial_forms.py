@@ -72,6 +72,36 @@ def test_hand_placed_tiles_kept_order_and_tensor_scalar_reduce():
     torch.testing.assert_close(out[:, 0], torch.exp(x).sum(1), rtol=1e-4, atol=1e-4)
 
 
+def test_shared_constant_identity_and_psum_accumulation_into_a_fresh_block():
+    torch.manual_seed(7)
+    x = torch.randn(128, 384)
+    assert torch.equal(forms.transpose_by_identity(neuron(x)).cpu(), x.T)
+
+
+def test_psum_blocks_live_one_at_a_time_fit_the_banks():
+    torch.manual_seed(8)
+    x = torch.randn(128, 512)
+    want = 16 * (x[:, :128].T @ x)
+    torch.testing.assert_close(forms.rotating_psum_blocks(neuron(x)).cpu(), want, rtol=1e-4, atol=1e-3)
+
+
+def test_shared_constants_are_per_data_and_dtype():
+    torch.manual_seed(9)
+    x = torch.randn(64, 3)
+    for weights in ([1.5, -2.0, 0.25], [3.0, 0.5, -1.0]):  # a second signature of constants, same kernel
+        out = forms.scale_by_constant_row(neuron(x), tuple(weights)).cpu()
+        assert torch.equal(out, x * torch.tensor(weights))
+
+
+def test_numpy_bf16_arrays_in_and_out_through_ml_dtypes():
+    np = pytest.importorskip("numpy")
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="python3-ml-dtypes is in the project's environment")
+    x = (np.arange(128 * 8, dtype=np.float32).reshape(128, 8) / 7).astype(ml_dtypes.bfloat16)
+    out = forms.block_sums(x)  # bf16 in, bf16 out, as AWS's simulator takes and gives them
+    assert out.dtype == ml_dtypes.bfloat16
+    assert np.array_equal(out.astype(np.float32), x.astype(np.float32))
+
+
 @pytest.mark.parametrize("kernel, message", [
     (forms.placed_past_sbuf, "past the 229376 bytes of a partition"),
     (forms.nine_psum_blocks, "need 9 banks"),

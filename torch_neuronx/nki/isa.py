@@ -92,8 +92,7 @@ def nc_matmul(dst: View, stationary: View, moving: View, accumulate: Optional[bo
         _emit("nc_transpose", "tensor", dst, (stationary,), mask)
         return
     if accumulate is None:
-        low, high = dst.offset, dst.offset + dst.elements()
-        accumulate = any(lo <= low and high <= hi for lo, hi in current().psum_written.get(dst.decl.id, ()))
+        accumulate = nl.psum_written_before(dst)
     _emit("nc_matmul", "tensor", dst, (stationary, moving), mask, accumulate=bool(accumulate))
 
 

@@ -28,11 +28,52 @@ PROGRAMS: list = []  # every program this process verified, for nki_report()
 _PLATFORM_VERSIONS = {"trn1": 2, "inf2": 2, "trn2": 3, "trn3": 4}
 
 
+def torch_dtype(name: str) -> torch.dtype:
+    if name not in _TORCH_DTYPES:
+        raise NkiError(f"{name} has no torch dtype to hold it")
+    return _TORCH_DTYPES[name]
+
+
+# NumPy holds these through the ml_dtypes package, as AWS's simulator does.
+_ML_DTYPES = {"bfloat16": "bfloat16", "float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
+
+
+def _ml_dtypes():
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return ml_dtypes
+
+
 def numpy_dtype(name: str):
     import numpy as np
+    if name in _ML_DTYPES and _ml_dtypes() is not None:
+        return np.dtype(getattr(_ml_dtypes(), _ML_DTYPES[name]))
     if name in ("bfloat16", "float8_e4m3", "float8_e5m2", "tfloat32"):
-        raise NkiError(f"NumPy has no {name}: pass torch tensors for it")
+        raise NkiError(f"NumPy has no {name} (without the ml_dtypes package): pass torch tensors for it")
     return np.dtype({"bool": "bool"}.get(name, name))
+
+
+def _from_numpy(array) -> torch.Tensor:
+    """A torch tensor sharing the array's memory (ml_dtypes' bf16 and fp8 included)."""
+    name = {"float8_e4m3fn": "float8_e4m3"}.get(array.dtype.name, array.dtype.name)
+    if name in _ML_DTYPES:
+        import numpy as np
+        bits = np.int16 if array.dtype.itemsize == 2 else np.uint8
+        return torch.from_numpy(array.view(bits)).view(_TORCH_DTYPES[name])
+    return torch.from_numpy(array)
+
+
+def _to_numpy(tensor: torch.Tensor):
+    """A NumPy array of an output: bf16 and fp8 as ml_dtypes arrays, or as fp32 (exact) without that package."""
+    name = next((n for n in _ML_DTYPES if _TORCH_DTYPES[n] == tensor.dtype), None)
+    if name is None:
+        return tensor.numpy()
+    if _ml_dtypes() is None:
+        return tensor.float().numpy()
+    bits = torch.int16 if tensor.element_size() == 2 else torch.uint8
+    return tensor.view(bits).numpy().view(numpy_dtype(name))
 
 
 @functools.lru_cache(maxsize=None)
@@ -66,9 +107,12 @@ def target_version(platform_target: Optional[str] = None) -> int:
 class _Compiled:
     """A verified program and how its HBM buffers map to the call."""
 
-    def __init__(self, encoded: dict, outputs: list, returns: Any, version: int, traced: bool):
+    def __init__(self, encoded: dict, outputs: list, returns: Any, version: int, traced: bool,
+                 constants: Sequence[tuple] = ()):
         from torch_neuronx import _C
         self.encoded, self.outputs, self.returns, self.traced = encoded, outputs, returns, traced
+        self.constants = list(constants)  # (argument, CPU tensor) of nl.shared_constant
+        self._constant_buffers: Dict[torch.device, list] = {}  # the constants on each device, made once
         self.version, self.calls, self.signature = version, 0, None
         self.program = _C._nki_build(encoded["kernel"], encoded["file"], encoded["tensors"],
                                      encoded["instructions"], encoded["loop_nests"], encoded["arguments"])
@@ -126,16 +170,19 @@ class Kernel:
             with open(disk, "rb") as f:
                 saved = pickle.load(f)
             self.disk_loads += 1
-            return _Compiled(saved["encoded"], saved["outputs"], saved["returns"], version, traced=False)
+            return _Compiled(saved["encoded"], saved["outputs"], saved["returns"], version, traced=False,
+                             constants=saved.get("constants", ()))
         except (OSError, pickle.PickleError, EOFError, KeyError):
             pass
         trace = self._trace(args, kwargs, key[0], version)
         self.traces += 1
-        compiled = _Compiled(*trace, version=version, traced=True)
+        encoded, outputs, returns, constants = trace
+        compiled = _Compiled(encoded, outputs, returns, version=version, traced=True, constants=constants)
         os.makedirs(os.path.dirname(disk), exist_ok=True)
         temporary = f"{disk}.{os.getpid()}.tmp"
         with open(temporary, "wb") as f:
-            pickle.dump({"encoded": compiled.encoded, "outputs": compiled.outputs, "returns": compiled.returns}, f)
+            pickle.dump({"encoded": compiled.encoded, "outputs": compiled.outputs, "returns": compiled.returns,
+                         "constants": compiled.constants}, f)
         os.replace(temporary, disk)
         return compiled
 
@@ -164,7 +211,8 @@ class Kernel:
                 returned = fn(*call_args, **call_kwargs)
                 result = returned if index == 0 else result
         outputs = [(d.argument, d.shape, d.dtype) for d in trace.shared]
-        return trace.encoded(), outputs, _returns(result, trace)
+        constants = [(decl.argument, values) for decl, values in trace.constants.values()]
+        return trace.encoded(), outputs, _returns(result, trace), constants
 
 
 def _returns(result, trace) -> Any:
@@ -214,7 +262,7 @@ def _tensor_arguments(args, kwargs):
             continue
         if not isinstance(value, torch.Tensor):
             was_numpy = True
-            value = torch.from_numpy(value)  # shares memory: a kernel that writes its input updates the array
+            value = _from_numpy(value)  # shares memory: a kernel that writes its input updates the array
         if value.device.type not in ("cpu", "neuron", "meta"):
             raise NkiError(f"NKI kernels take neuron or CPU tensors, not {value.device}")
         devices.add(value.device)
@@ -242,7 +290,7 @@ def _returned(structure, outputs: dict, was_numpy: bool):
     if isinstance(structure, tuple):
         return tuple(_returned(s, outputs, was_numpy) for s in structure)
     out = outputs[structure]
-    return out.numpy() if was_numpy else out
+    return _to_numpy(out) if was_numpy else out
 
 
 def _run(compiled: _Compiled, arrays: Sequence[torch.Tensor], was_numpy: bool, device: torch.device):
@@ -257,7 +305,13 @@ def _run(compiled: _Compiled, arrays: Sequence[torch.Tensor], was_numpy: bool, d
     outputs = {}
     for argument, shape, dtype in compiled.outputs:
         outputs[argument] = torch.empty(shape, dtype=_TORCH_DTYPES[dtype], device=device)
-    ordered = buffers + [outputs[a] for a, _, _ in sorted(compiled.outputs)]
+    # Outputs and constants take argument numbers in the order the kernel made them, after its inputs.
+    constants = compiled._constant_buffers.get(device)
+    if constants is None:
+        constants = compiled._constant_buffers[device] = [values.to(device) for _, values in compiled.constants]
+    later = {a: outputs[a] for a in outputs}
+    later.update({a: buffer for (a, _), buffer in zip(compiled.constants, constants)})
+    ordered = buffers + [later[a] for a in sorted(later)]
     compiled.program.run(ordered)
     for original, dense in written_back:
         original.copy_(dense)

@@ -83,6 +83,23 @@ def ndarray(shape: Sequence[int], dtype, buffer=sbuf, name: str = "", **_) -> Vi
     return View(stored.decl, 0, shape, [stored.strides[a] for a in order], partition_axis=axis)
 
 
+def shared_constant(constant, dtype=None, **_) -> View:
+    """An HBM tensor filled with trace-time data (a NumPy array, a torch tensor or a .npy file), cast to
+    `dtype`; the same data and dtype give the same tensor."""
+    import numpy as np
+    import torch
+
+    from .kernel import _from_numpy, torch_dtype
+    if isinstance(constant, (str, bytes)) or hasattr(constant, "__fspath__"):
+        constant = np.load(constant)
+    values = constant.detach().cpu() if isinstance(constant, torch.Tensor) else _from_numpy(np.array(constant))
+    name = dtype_name(dtype) if dtype is not None else dtype_name(values.dtype)
+    values = values.to(torch_dtype(name)).contiguous()
+    if values.dim() == 0:
+        values = values.reshape(1)
+    return View.whole(current().constant_tensor(values, name))
+
+
 def full(shape, fill_value, dtype, buffer=sbuf, name: str = "", **_) -> View:
     tile = ndarray(shape, dtype, buffer, name)
     _fill(tile, fill_value)
@@ -285,8 +302,11 @@ def accumulate_into(target: View, value) -> None:
     if (isinstance(value, View) and last is not None and last["name"] == "nc_matmul" and
             last["dst"].decl is value.decl and target.buffer == "psum" and value.shape == target.shape and
             target.partition_axis == 0):
+        # The first product into a PSUM range starts its accumulation group (what was there is not added,
+        # as the compiler makes `psum += matmul` over a fresh tile); later ones add.
         last["dst"] = target
-        last["accumulate"] = True
+        last["accumulate"] = psum_written_before(target)
+        mark_psum_written(target)
         return
     if isinstance(value, View):
         _emit("tensor_tensor", "vector", target, (target, _broadcast(value, target)), None, op0="add",
@@ -298,6 +318,16 @@ def accumulate_into(target: View, value) -> None:
 
 # ---- tile arithmetic -----------------------------------------------------------------------------
 
+def psum_written_before(view: View) -> bool:
+    """Whether an earlier instruction wrote this whole PSUM range (a matmul into it then accumulates)."""
+    low, high = view.offset, view.offset + view.elements()
+    return any(lo <= low and high <= hi for lo, hi in current().psum_written.get(view.decl.id, ()))
+
+
+def mark_psum_written(view: View) -> None:
+    current().psum_written.setdefault(view.decl.id, []).append((view.offset, view.offset + view.elements()))
+
+
 def _emit(opcode: str, engine: str, dst: View, inputs, mask, **fields) -> dict:
     trace = current()
     if mask is not None and not isinstance(mask, indexing.Mask):
@@ -308,7 +338,7 @@ def _emit(opcode: str, engine: str, dst: View, inputs, mask, **fields) -> dict:
     for view in [dst, *inputs]:
         check_bounds(view)
     if dst.buffer == "psum":
-        trace.psum_written.setdefault(dst.decl.id, []).append((dst.offset, dst.offset + dst.elements()))
+        mark_psum_written(dst)
     return trace.emit(opcode, engine, dst, inputs, **fields)
 
 

@@ -276,6 +276,11 @@ class View:
         return self
 
 
+def torch_uint8():
+    import torch
+    return torch.uint8
+
+
 def _product(values) -> int:
     out = 1
     for v in values:
@@ -298,6 +303,7 @@ class Trace:
         self.program_id: Tuple[int, ...] = (0,) * max(len(grid), 1)
         self.grid_instance = 0
         self.shared: List[TensorDecl] = []  # shared_hbm tensors in allocation order (one set for all instances)
+        self.constants: Dict[tuple, Tuple[TensorDecl, object]] = {}  # nl.shared_constant: data -> (tensor, values)
         self._shared_seen = 0
         self.next_var = 0
         self.psum_written: Dict[int, List[Tuple[int, int]]] = {}
@@ -361,6 +367,18 @@ class Trace:
         if decl.memory == "psum" and per_partition > 2048:
             raise self.error(f"psum tile {list(decl.shape)} {decl.dtype} holds {per_partition} bytes per "
                              "partition; a PSUM tile is at most one 2 KiB bank (512 fp32, nl.tile_size.psum_fmax)")
+
+    def constant_tensor(self, values, dtype: str) -> TensorDecl:
+        """An HBM tensor holding `values` (a CPU torch tensor of `dtype`), one per distinct constant: the call
+        passes it like an argument, as the runtime loads a NEFF's constants into HBM."""
+        key = (dtype, tuple(values.shape), values.contiguous().view(-1).view(torch_uint8()).numpy().tobytes())
+        if key not in self.constants:
+            decl = TensorDecl(len(self.tensors), f"constant_{len(self.constants)}", "hbm", dtype,
+                              tuple(values.shape), self.arguments, self.line())
+            self.arguments += 1
+            self.tensors.append(decl)
+            self.constants[key] = (decl, values)
+        return self.constants[key][0]
 
     def argument_tensor(self, dtype: str, shape: Sequence[int], name: str) -> TensorDecl:
         decl = TensorDecl(len(self.tensors), name, "hbm", dtype, tuple(shape), self.arguments, 0)
