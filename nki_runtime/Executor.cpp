@@ -144,7 +144,12 @@ void Executor::run(const std::vector<void*>& hbm) const {
       i += stream.count - 1;
       continue;
     }
-    execute(bind(hbm, arena, static_cast<int32_t>(i)));
+    try {
+      execute(bind(hbm, arena, static_cast<int32_t>(i)));
+    } catch (const std::out_of_range& error) {  // an index read at run time (indirect DMA)
+      throw std::out_of_range("kernel '" + program_.kernel + "', line " + std::to_string(instructions[i].line) + ": " +
+                              error.what());
+    }
   }
 }
 
@@ -157,6 +162,7 @@ Bound Executor::bind(const std::vector<void*>& hbm, char* arena, int32_t index) 
     bound.input_types.push_back(program_.tensors[input.tensor].dtype);
   }
   bound.streaming_stores = bypass_caches_[index] != 0;
+  if (in.indirect) bound.gathered_elements = program_.tensors[in.inputs[0].tensor].elements();
   return bound;
 }
 

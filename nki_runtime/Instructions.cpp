@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -607,6 +609,39 @@ void matmul(const Bound& b) {
   }
 }
 
+int64_t indexValue(const Bound& b, int64_t i) {
+  const Access& index = b.in.inputs[1];
+  int64_t offset = index.offset;
+  for (int a = index.rank - 1; a >= 0; --a) {  // the i-th element in row-major order of the index view
+    offset += (i % index.sizes[a]) * index.strides[a];
+    i /= index.sizes[a];
+  }
+  const char* at = b.inputs[1] + offset * static_cast<int64_t>(byteSize(b.input_types[1]));
+  if (b.input_types[1] == Dtype::kUInt32) return *reinterpret_cast<const uint32_t*>(at);
+  return *reinterpret_cast<const int32_t*>(at);
+}
+
+// An indirect DMA: row i along indirect_dim comes from the index tile's i-th value.
+void gather(const Bound& b) {
+  const int dim = b.in.indirect_dim;
+  const int64_t count = b.in.inputs[1].elements();
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t value = indexValue(b, i);
+    Instruction one = b.in;
+    one.indirect = false;
+    one.inputs.resize(1);
+    one.inputs[0].offset += value * one.inputs[0].strides[dim];
+    one.dst.offset += i * one.dst.strides[dim];
+    one.dst.sizes[dim] = 1;
+    if (value < 0 || one.inputs[0].lowest() < 0 || one.inputs[0].highest() > b.gathered_elements) {
+      if (b.in.skip_out_of_bounds) continue;
+      throw std::out_of_range("indirect DMA: index " + std::to_string(value) + " (position " + std::to_string(i) +
+                              ") reaches outside the source tensor (oob_mode=skip skips such rows)");
+    }
+    copy(Bound{one, b.dst, b.dst_type, {b.inputs[0]}, {b.input_types[0]}, false});
+  }
+}
+
 void transpose(const Bound& b) {
   Instruction swapped = b.in;
   Access& src = swapped.inputs[0];
@@ -684,6 +719,9 @@ std::vector<const Access*> Bound::views() const {
 void execute(const Bound& b) {
   switch (b.in.opcode) {
     case Opcode::kDmaCopy:
+      if (b.in.indirect) return gather(b);
+      copy(b);
+      break;
     case Opcode::kTensorCopy:
       copy(b);
       break;
@@ -746,6 +784,7 @@ int64_t rowsOf(const Instruction& in) {
 }
 
 bool rowsIndependent(const Program& program, const Instruction& in) {
+  if (in.indirect) return false;  // its rows are known only as it runs
   switch (in.opcode) {
     case Opcode::kPartitionReduce:  // reads every partition for one
     case Opcode::kIota:  // numbers its rows as it walks them

@@ -26,6 +26,7 @@ struct Bound {
   // A DMA from on-chip memory into an HBM tensor larger than the CPU's caches hold for it: stores that
   // bypass the caches, as the DMA engines' writes bypass the NeuronCore's (no read of the lines first).
   bool streaming_stores = false;
+  int64_t gathered_elements = 0;  // an indirect DMA: the elements of the tensor its rows come from
 
   char* at(char* base, Dtype type, int64_t element) const;
   void loadInput(int k, int64_t offset, float* out) const;

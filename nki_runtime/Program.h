@@ -105,6 +105,12 @@ struct Instruction {
   int32_t reduce_axes = 0;
   bool negate = false;
   bool accumulate = false;         // kMatmul: add to dst; else a reduction the loops may share
+  // kDmaCopy from `tensor.ap(..., vector_offset=index, indirect_dim=d)`: inputs[0] is the pattern of one
+  // row along axis d (size 1 there), inputs[1] the index tile; row i of dst's axis d reads the source at
+  // index value i along d. An index past the tensor is an error, or skips its row (oob_mode=skip).
+  bool indirect = false;
+  int32_t indirect_dim = 0;
+  bool skip_out_of_bounds = false;
   std::vector<float> coefficients;  // kIota: base, then one per dst axis
   int32_t line = 0;                 // in the kernel's source file
   int32_t grid_instance = 0;        // which SPMD program instance issued it

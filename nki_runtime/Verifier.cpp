@@ -122,7 +122,8 @@ class Checker {
     }
   }
 
-  // Bounds, and for on-chip memory: the view's axis 0 walks partitions, the others stay in one.
+  // Bounds, and for on-chip memory: the view's axis 0 walks partitions, the others stay in one (except for
+  // the DMA engines, which address SBUF byte by byte: a DMA transpose reads across partitions).
   bool checkAccess(int i, const Access& access, std::string_view role) {
     if (access.tensor < 0 || access.tensor >= static_cast<int>(program_.tensors.size()) || access.rank < 1) {
       fail(i, role, " is not a view of a tensor of the kernel");
@@ -141,6 +142,7 @@ class Checker {
       return false;
     }
     if (info.memory == Memory::kHbm) return true;
+    if (i >= 0 && program_.instructions[i].opcode == Opcode::kDmaCopy) return true;
     const int64_t per_partition = info.partitionElements();
     if (access.sizes[0] > limits_.partitions) {
       fail(i, role, " of '", info.name, "' spans ", access.sizes[0], " partitions; at most ", limits_.partitions,
@@ -181,6 +183,26 @@ class Checker {
     if (!same) fail(i, role, " has a shape that differs from dst's");
   }
 
+  // An indirect DMA: inputs[0] is one row of the source pattern, inputs[1] the index tile (SBUF, 32-bit
+  // integers), one index for each row of dst along the indirect axis.
+  void checkIndirect(int i, const Instruction& in) {
+    const int dim = in.indirect_dim;
+    if (in.inputs.size() != 2 || dim < 0 || dim >= in.dst.rank || dim >= in.inputs[0].rank) {
+      fail(i, "an indirect DMA needs a source pattern, an index tile and an indirect axis of both");
+      return;
+    }
+    const Access& index = in.inputs[1];
+    requireMemory(i, index, "the index tile", {Memory::kSbuf});
+    const Dtype type = tensor(index).dtype;
+    if (type != Dtype::kInt32 && type != Dtype::kUInt32) fail(i, "the index tile is ", name(type), "; int32 or uint32");
+    if (index.elements() != in.dst.sizes[dim]) {
+      fail(i, "the index tile holds ", index.elements(), " indices for ", in.dst.sizes[dim], " rows along axis ", dim);
+    }
+    if (in.inputs[0].sizes[dim] != 1 || in.dst.elements() != in.inputs[0].elements() * in.dst.sizes[dim]) {
+      fail(i, "src and dst hold different numbers of elements");
+    }
+  }
+
   void checkInstruction(int i) {
     const Instruction& in = program_.instructions[i];
     if (!checkAccess(i, in.dst, "dst")) return;
@@ -204,6 +226,7 @@ class Checker {
         // A src and dst of different dtypes are cast by the DMA engines (nki.isa.dma_copy: "a cast will
         // happen if the src and dst have different dtype"; AWS's matmul tutorial stores fp32 tiles into
         // bf16 HBM so).
+        if (in.indirect) return checkIndirect(i, in);
         if (in.dst.elements() != in.inputs[0].elements()) fail(i, "src and dst hold different numbers of elements");
         return;
       case Opcode::kMatmul:

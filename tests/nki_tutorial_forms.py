@@ -8,6 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 import neuronxcc.nki as beta
+import nki
+import nki.isa as nisa
+import nki.language as nl
 import neuronxcc.nki.isa as bisa
 import neuronxcc.nki.language as bnl
 from neuronxcc.nki import compiler
@@ -204,3 +207,78 @@ def scale_by_constant_row(x, weights):
                                       dtype=bnl.float32).broadcast_to((x.shape[0], len(weights))))
     bnl.store(out, value=bnl.multiply(bnl.load(x), row))
     return out
+
+
+@nki.jit
+def dma_transposed(x):
+    """x [rows, cols] -> [cols, rows] (2-D), loaded through SBUF and transposed by the DMA engines."""
+    rows, cols = x.shape
+    out = nl.ndarray((cols, rows), dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x)
+    flipped = nl.ndarray((cols, rows), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=flipped, src=tile)
+    nisa.dma_copy(dst=out, src=flipped)
+    return out
+
+
+@beta.jit
+def dma_transposed_4d(x):
+    """A [a, b, c, d] HBM tensor read as [d, b, c, a] (axes (3, 1, 2, 0)), beta API."""
+    out = bnl.ndarray((x.shape[3], x.shape[1], x.shape[2], x.shape[0]), dtype=x.dtype, buffer=bnl.shared_hbm)
+    bnl.store(out, value=bisa.dma_transpose(x, axes=(3, 1, 2, 0)))
+    return out
+
+
+@nki.jit
+def dma_transposed_wrong_axes(x):
+    out = nl.ndarray(x.shape[::-1], dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.ndarray(x.shape[::-1], dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=tile, src=x, axes=(0, 1))
+    nisa.dma_copy(dst=out, src=tile)
+    return out
+
+
+@nki.jit
+def gather_rows(table, ids, skip_missing=False):
+    """out[i] = table[ids[i]]: an indirect DMA whose rows come from an index tile read as the kernel runs
+    (the form AWS's NKI library uses: tensor.ap(..., vector_offset=index_tile, indirect_dim=0))."""
+    rows, width = table.shape
+    count = ids.shape[0]
+    out = nl.ndarray((count, width), dtype=table.dtype, buffer=nl.shared_hbm)
+    index = nl.ndarray((count, 1), dtype=ids.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=index, src=ids.reshape((count, 1)))
+    picked = nl.ndarray((count, width), dtype=table.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=picked, value=-1.0)
+    nisa.dma_copy(dst=picked, src=table.ap([[width, count], [1, width]], offset=0, vector_offset=index,
+                                           indirect_dim=0),
+                  oob_mode=nisa.oob_mode.skip if skip_missing else nisa.oob_mode.error)
+    nisa.dma_copy(dst=out, src=picked)
+    return out
+
+
+@nki.jit
+def gather_by_float_index(table):
+    out = nl.ndarray((4, table.shape[1]), dtype=table.dtype, buffer=nl.shared_hbm)
+    index = nl.zeros((4, 1), dtype=nl.float32)
+    picked = nl.ndarray((4, table.shape[1]), dtype=table.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=picked, src=table.ap([[table.shape[1], 4], [1, table.shape[1]]], vector_offset=index))
+    nisa.dma_copy(dst=out, src=picked)
+    return out
+
+
+@beta.jit
+def products_reduced_over_blocks(lhsT, rhs):
+    """sum over 128-row blocks k of lhsT[k].T @ rhs[k], summed into SBUF with nl.loop_reduce; the output
+    is returned through a reshape of the whole tensor."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = bnl.ndarray((M * N,), dtype=bnl.float32, buffer=bnl.shared_hbm)
+    total = bnl.zeros((M, N), dtype=bnl.float32)
+    for k in bnl.affine_range(K // P):
+        product = bnl.zeros((M, N), dtype=bnl.float32, buffer=bnl.psum)
+        product += bisa.nc_matmul(bnl.load(lhsT[k * P:(k + 1) * P, :]), bnl.load(rhs[k * P:(k + 1) * P, :]))
+        total[...] = bnl.loop_reduce(product, op=np.add, loop_indices=[k])
+    flat = out.reshape((M, N))
+    bnl.store(flat, value=total)
+    return out.reshape((M, N))

@@ -102,10 +102,68 @@ def test_numpy_bf16_arrays_in_and_out_through_ml_dtypes():
     assert np.array_equal(out.astype(np.float32), x.astype(np.float32))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dma_transpose_2d_through_sbuf(dtype):
+    torch.manual_seed(10)
+    x = torch.randn(96, 128).to(dtype)
+    assert torch.equal(forms.dma_transposed(neuron(x)).cpu(), x.T)
+
+
+def test_dma_transpose_4d_permutes_3_1_2_0():
+    x = torch.arange(2 * 3 * 4 * 5, dtype=torch.float32).reshape(2, 3, 4, 5)
+    assert torch.equal(forms.dma_transposed_4d(neuron(x)).cpu(), x.permute(3, 1, 2, 0))
+
+
+def test_dma_transpose_refuses_other_axes():
+    with pytest.raises(NkiError, match=r"axes \(0, 1\) for a 2-axis tile; supported: \(1, 0\)"):
+        forms.dma_transposed_wrong_axes(neuron(torch.zeros(4, 8)))
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.uint32])
+def test_indirect_dma_gathers_rows_by_an_index_tile(dtype):
+    torch.manual_seed(11)
+    table = torch.randn(50, 24)
+    ids = torch.tensor([3, 0, 49, 3, 17, 8, 8, 31], dtype=dtype)
+    out = forms.gather_rows(neuron(table), neuron(ids)).cpu()
+    assert torch.equal(out, table[ids.long()])
+
+
+def test_indirect_dma_out_of_bounds_raises_or_skips():
+    table = torch.arange(10 * 4, dtype=torch.float32).reshape(10, 4)
+    ids = torch.tensor([2, 10, 5], dtype=torch.int32)  # 10 is one past the table
+    with pytest.raises(IndexError, match=r"gather_rows', line \d+: indirect DMA: index 10 \(position 1\)"):
+        forms.gather_rows(neuron(table), neuron(ids))
+    out = forms.gather_rows(neuron(table), neuron(ids), True).cpu()
+    assert torch.equal(out, torch.stack([table[2], torch.full((4,), -1.0), table[5]]))
+
+
+def test_loop_reduce_accumulates_into_its_destination_and_reshaped_returns():
+    torch.manual_seed(12)
+    lhsT, rhs = torch.randn(384, 64), torch.randn(384, 96)
+    out = forms.products_reduced_over_blocks(neuron(lhsT), neuron(rhs)).cpu()
+    assert out.shape == (64, 96)
+    torch.testing.assert_close(out, lhsT.T @ rhs, rtol=1e-4, atol=1e-3)
+
+
+def test_benchmark_reports_the_predicted_neuroncore_latency():
+    from neuronxcc.nki import benchmark
+    from torch_neuronx.nki import cost_model
+    bench = benchmark(warmup=1, iters=3)(forms.block_sums.fn)
+    x = torch.randn(128 * 3, 64)
+    out = bench(x)
+    torch.testing.assert_close(out, sum(x[t * 128:(t + 1) * 128] for t in range(3)), rtol=1e-6, atol=1e-6)
+    program = bench.kernel.program_for(x)
+    predicted_us = cost_model.predict(program.encoded, program.version).seconds * 1e6
+    result = bench.benchmark_result
+    assert result.nc_latency.get_latency_percentile(50) == result.nc_latency.get_latency_percentile(99) == predicted_us
+    assert predicted_us > 0 and len(result.host_latency.samples) == 3
+
+
 @pytest.mark.parametrize("kernel, message", [
     (forms.placed_past_sbuf, "past the 229376 bytes of a partition"),
     (forms.nine_psum_blocks, "need 9 banks"),
     (forms.carried_reduce_cmd, "reduce_cmd='reduce'"),
+    (forms.gather_by_float_index, "vector_offset must be an SBUF tile of int32 or uint32"),
 ])
 def test_tutorial_forms_keep_the_hardware_limits(kernel, message):
     with pytest.raises(NkiError, match=message):

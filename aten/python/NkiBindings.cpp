@@ -66,6 +66,11 @@ nki::Instruction toInstruction(const py::dict& d) {
   in.line = d["line"].cast<int32_t>();
   in.grid_instance = d["grid_instance"].cast<int32_t>();
   in.loops = d["loops"].cast<int32_t>();
+  if (d.contains("indirect")) {
+    in.indirect = d["indirect"].cast<bool>();
+    in.indirect_dim = d["indirect_dim"].cast<int32_t>();
+    in.skip_out_of_bounds = d["skip_oob"].cast<bool>();
+  }
   return in;
 }
 

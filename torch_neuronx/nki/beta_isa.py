@@ -5,8 +5,8 @@ from __future__ import annotations
 from . import isa
 from . import language as nl
 from .indexing import IndexExpr
-from .isa import (engine, get_nc_version, gpsimd_engine, nc_version, reduce_cmd, scalar_engine,  # noqa: F401
-                  tensor_engine, unknown_engine, vector_engine)
+from .isa import (dge_mode, engine, get_nc_version, gpsimd_engine, nc_version, reduce_cmd,  # noqa: F401
+                  scalar_engine, tensor_engine, unknown_engine, vector_engine)
 from .trace import FLOATS, View
 
 
@@ -43,7 +43,7 @@ def tensor_scalar(data: View, op0, operand0, reverse0=False, op1=None, operand1=
 
 
 def tensor_reduce(op, data: View, axis, dtype=None, negate=False, keepdims=False, mask=None, **_) -> View:
-    _, axes = nl._reduce_axes(data, axis)
+    _, axes = nl._reduce_axes(data, axis, trailing_only=True)
     kept = tuple(data.shape[a] for a in range(data.ndim) if a not in axes)
     if keepdims:
         shape = tuple(1 if a in axes else data.shape[a] for a in range(data.ndim))
@@ -109,6 +109,13 @@ def tensor_tensor_scan(data0: View, data1: View, initial, op0, op1, reverse0=Fal
                        mask=None, **_) -> View:
     out = _out(data0.shape, dtype, data0.dtype)
     isa.tensor_tensor_scan(out, data0, data1, initial, op0, op1, reverse0, reverse1, mask=mask)
+    return out
+
+
+def dma_transpose(src: View, *, axes=None, mask=None, dtype=None, dge_mode=None, **_) -> View:
+    view = isa.transposed_source(src, axes, dge_mode)
+    out = _out(view.shape, dtype, src.dtype)
+    isa.dma_transpose(out, src, axes=axes, dge_mode=dge_mode, mask=mask)
     return out
 
 

@@ -75,13 +75,73 @@ def _engine(requested, default: str) -> str:
     return default if requested in (None, "unknown") else requested
 
 
-def dma_copy(dst: View, src: View, mask=None, dst_rmw_op=None, **_) -> None:
+class oob_mode:  # noqa: N801
+    """What an indirect DMA does with an index past its tensor: raise (error) or leave the row (skip)."""
+    error, skip = "error", "skip"
+
+
+def _indirect_copy(dst: View, src: View, oob, mask) -> None:
+    index, dim = src.indirect
+    if not isinstance(index, View) or index.buffer != "sbuf" or index.dtype not in ("int32", "uint32"):
+        raise current().error(f"vector_offset must be an SBUF tile of int32 or uint32, not {index!r}")
+    if index.elements() != src.shape[dim]:
+        raise current().error(f"vector_offset {index!r} holds {index.elements()} indices for the "
+                              f"{src.shape[dim]} steps of axis {dim}")
+    if tuple(dst.shape) != tuple(src.shape):
+        raise current().error(f"dma_copy: {src!r} (indirect) and {dst!r} differ in shape")
+    row = View(src.decl, src.offset, src.sizes[:dim] + (1,) + src.sizes[dim + 1:], src.strides)
+    _emit("dma_copy", "dma", dst, (row, index), mask, indirect=True, indirect_dim=dim,
+          skip_oob=oob == oob_mode.skip)
+
+
+def dma_copy(dst: View, src: View, mask=None, dst_rmw_op=None, oob_mode=None, **_) -> None:
     if dst_rmw_op is not None:
         raise current().error("dma_copy with dst_rmw_op is not supported by this emulator yet")
+    if dst.indirect is not None:
+        raise current().error("an indirect DMA into its destination (a scatter) is not supported by this "
+                              "emulator yet; gathers (an indirect source) are")
+    if src.indirect is not None:
+        return _indirect_copy(dst, src, oob_mode, mask)
     d, s = nl._same_shape(dst, src)
     if d is None:
         raise current().error(f"dma_copy: {src!r} and {dst!r} differ in shape")
     _emit("dma_copy", "dma", d, (s,), mask)
+
+
+class dge_mode:  # noqa: N801
+    """How DMA descriptors are generated; the emulator's DMA is the same in each mode."""
+    unknown, none, swdge, hwdge = "unknown", "none", "swdge", "hwdge"
+
+
+_DMA_TRANSPOSE_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+
+
+def transposed_source(src: View, axes=None, dge_mode=None) -> View:
+    """The view a DMA transpose reads: src with its axes permuted as dma_transpose permutes them."""
+    if src.indirect is not None:
+        raise current().error("dma_transpose of an indirect source (vector_offset) is not supported by this "
+                              "emulator yet")
+    expected = _DMA_TRANSPOSE_AXES.get(src.ndim)
+    if expected is None:
+        raise current().error(f"dma_transpose: {src!r} has {src.ndim} axes; it transposes 2-, 3- and 4-axis tiles")
+    if axes is not None and tuple(axes) != expected:
+        raise current().error(f"dma_transpose: axes {tuple(axes)} for a {src.ndim}-axis tile; supported: {expected}")
+    if src.buffer == "psum":
+        raise current().error("dma_transpose: the source is a tile in HBM or SBUF, not PSUM")
+    if dge_mode == "hwdge" and (src.shape[0] != 16 or src.shape[-1] % 128 or src.itemsize != 2):
+        raise current().error(f"dma_transpose with dge_mode=hwdge needs a 2-byte source of shape [16, ..., a "
+                              f"multiple of 128]; got {list(src.shape)} {src.dtype}")
+    moved = src.permuted(expected)
+    # The DMA engines read it element by element: its first axis is the one the result has on partitions.
+    return View(moved.decl, moved.offset, moved.sizes, moved.strides, moved.axis_vars, moved.bounds)
+
+
+def dma_transpose(dst: View, src: View, axes=None, dge_mode=None, mask=None, **_) -> None:
+    """dst = src transposed by the DMA engines ([1, 0]; [2, 1, 0]; [3, 1, 2, 0])."""
+    view = transposed_source(src, axes, dge_mode)
+    if tuple(dst.shape) != tuple(view.shape):
+        raise current().error(f"dma_transpose: the transpose of {src!r} is {list(view.shape)}, dst is {dst!r}")
+    _emit("dma_copy", "dma", dst, (view,), mask)
 
 
 def nc_matmul(dst: View, stationary: View, moving: View, accumulate: Optional[bool] = None,
@@ -138,7 +198,7 @@ def tensor_scalar_reduce(dst: View, data: View, op0, operand0, reduce_op, reduce
 
 def tensor_reduce(dst: View, op, data: View, axis, negate: bool = False, keepdims: bool = False, mask=None,
                   **_) -> None:
-    source, axes = _reduce_axes(data, axis)
+    source, axes = _reduce_axes(data, axis, trailing_only=True)
     kept = data.ndim - len(axes)
     target = dst
     if dst.ndim == data.ndim and dst.ndim > kept:  # kept dimensions: drop the reduced ones where they are

@@ -147,9 +147,9 @@ class Kernel:
     def _root(self) -> "Kernel":
         return getattr(self, "_parent", self)
 
-    def __call__(self, *args, **kwargs):
+    def program_for(self, *args, **kwargs) -> _Compiled:
+        """The verified program these arguments run (traced, or found in the caches, on first use)."""
         root = self._root()
-        arrays, was_numpy, device = _tensor_arguments(args, kwargs)
         version = target_version(self.platform_target)
         key = (self.grid, version, _signature(args, kwargs))
         with root._lock:
@@ -157,6 +157,11 @@ class Kernel:
             if compiled is None:
                 compiled = root._compiled[key] = root._compile(key, args, kwargs, version)
                 compiled.signature = key
+        return compiled
+
+    def __call__(self, *args, **kwargs):
+        arrays, was_numpy, device = _tensor_arguments(args, kwargs)
+        compiled = self.program_for(*args, **kwargs)
         if any(_is_symbolic(a) for a in arrays):
             # Tracing under torch.compile or a fake/meta tensor: outputs of the right shapes, nothing runs.
             return _build_returns(compiled, {a: torch.empty(shape, dtype=_TORCH_DTYPES[dtype], device=device)
@@ -215,14 +220,22 @@ class Kernel:
         return trace.encoded(), outputs, _returns(result, trace), constants
 
 
+class Reshaped:
+    """A returned output seen through a reshape of the whole tensor (`return out.reshape(...)`)."""
+
+    def __init__(self, argument: int, shape: Tuple[int, ...]):
+        self.argument, self.shape = argument, tuple(shape)
+
+
 def _returns(result, trace) -> Any:
-    """The returned outputs as their argument numbers (a structure of ints)."""
+    """The returned outputs as their argument numbers (a structure of ints, or Reshaped)."""
     if result is None:
         return None
     if isinstance(result, View):
-        if result.decl not in trace.shared or not result.is_whole():
+        whole = result.offset == 0 and result.is_contiguous() and result.elements() == View.whole(result.decl).elements()
+        if result.decl not in trace.shared or not whole:
             raise trace.error(f"a kernel returns tensors it allocated with buffer=nl.shared_hbm, not {result!r}")
-        return result.decl.argument
+        return result.decl.argument if result.is_whole() else Reshaped(result.decl.argument, result.shape)
     if isinstance(result, (tuple, list)):
         return tuple(_returns(r, trace) for r in result)
     raise NkiError(f"kernel '{trace.kernel}' returned {type(result).__name__}; it may return its output tensors")
@@ -289,7 +302,8 @@ def _returned(structure, outputs: dict, was_numpy: bool):
         return None
     if isinstance(structure, tuple):
         return tuple(_returned(s, outputs, was_numpy) for s in structure)
-    out = outputs[structure]
+    out = outputs[structure.argument].reshape(structure.shape) if isinstance(structure, Reshaped) else \
+        outputs[structure]
     return _to_numpy(out) if was_numpy else out
 
 
@@ -335,42 +349,59 @@ def baremetal(kernel=None, **_):
     return jit(kernel) if kernel is not None else (lambda f: jit(f))
 
 
-def benchmark(kernel=None, warmup: int = 2, iters: int = 5, **_):
-    """Beta entry point: the kernel, with `benchmark_result` latencies measured here on each call."""
-    def wrap(fn):
-        compiled = jit(fn)
+class Benchmarked:
+    """nki.benchmark(kernel): each call runs the kernel `warmup + iters` times and leaves
+    `benchmark_result`: `nc_latency`, the NeuronCore latency the cost model predicts for the program
+    (cost_model.py; one value, so every percentile is it), and `host_latency`, this emulator's measured
+    times. On Trainium nc_latency is measured; here no NeuronCore runs."""
 
-        class Benchmarked:
-            def __getitem__(self, grid):
-                return _timed(compiled[grid])
+    def __init__(self, kernel: Kernel, warmup: int, iters: int):
+        self.kernel, self.warmup, self.iters = kernel, warmup, iters
+        self.benchmark_result: Optional[BenchmarkResult] = None
+        functools.update_wrapper(self, kernel.fn)
 
-            def __call__(self, *args, **kwargs):
-                return _timed(compiled)(*args, **kwargs)
-        return Benchmarked()
+    def __getitem__(self, grid) -> "Benchmarked":
+        launched = Benchmarked(self.kernel[grid], self.warmup, self.iters)
+        launched._owner = self
+        return launched
 
-    def _timed(k):
+    def __call__(self, *args, **kwargs):
         import time
 
-        def call(*args, **kwargs):
-            result = None
-            for _ in range(warmup):
-                result = k(*args, **kwargs)
-            samples = []
-            for _ in range(iters):
-                start = time.perf_counter()
-                result = k(*args, **kwargs)
-                samples.append((time.perf_counter() - start) * 1e6)
-            call.benchmark_result = _BenchmarkResult(samples)
-            return result
-        return call
+        from . import cost_model
+        result = None
+        for _ in range(self.warmup):
+            result = self.kernel(*args, **kwargs)
+        samples = []
+        for _ in range(max(1, self.iters)):
+            start = time.perf_counter()
+            result = self.kernel(*args, **kwargs)
+            samples.append((time.perf_counter() - start) * 1e6)
+        program = self.kernel.program_for(*args, **kwargs)
+        predicted = cost_model.predict(program.encoded, program.version).seconds * 1e6
+        self.benchmark_result = BenchmarkResult(Latency([predicted]), Latency(samples))
+        getattr(self, "_owner", self).benchmark_result = self.benchmark_result
+        return result
+
+
+def benchmark(kernel=None, warmup: int = 2, iters: int = 5, **_):
+    """Beta entry point (nki.benchmark): see Benchmarked."""
+    def wrap(fn):
+        return Benchmarked(jit(fn), warmup, iters)
     return wrap(kernel) if kernel is not None else wrap
 
 
-class _BenchmarkResult:
+class Latency:
+    """Latency samples in microseconds, as neuron-bench reports them."""
+
     def __init__(self, samples_us):
-        self.nc_latency = self
         self.samples = sorted(samples_us)
 
     def get_latency_percentile(self, percentile: int) -> float:
         index = min(len(self.samples) - 1, int(len(self.samples) * percentile / 100))
         return self.samples[index]
+
+
+class BenchmarkResult:
+    def __init__(self, nc_latency: Latency, host_latency: Latency):
+        self.nc_latency, self.host_latency = nc_latency, host_latency

@@ -242,9 +242,34 @@ def copy(x: View, dtype=None, mask=None, buffer=sbuf, **_) -> View:
     return out
 
 
+class _LoopReduction:
+    """What nl.loop_reduce returns: assigned into a tile (`dst[...] = nl.loop_reduce(x, op, ...)`) it makes
+    dst = dst op x, an accumulation the loop's iterations share."""
+
+    def __init__(self, x: View, op, mask):
+        self.x, self.op, self.mask = x, op, mask
+
+    def __getattr__(self, name):
+        raise NkiError("nl.loop_reduce's result goes into its destination tile by assignment "
+                       "(dst[...] = nl.loop_reduce(x, op, loop_indices)); here it cannot be used otherwise")
+
+
+def loop_reduce(x: View, op, loop_indices, dtype=None, mask=None, **_):
+    """Reduces x across the iterations of the loops named into the tile the result is assigned to (the
+    destination is also op's other operand); `dtype` is the destination's."""
+    if not isinstance(x, View):
+        raise current().error(f"nl.loop_reduce reduces a tile, not {type(x).__name__}")
+    return _LoopReduction(x, op, mask)
+
+
 def assign(target: View, value) -> None:
     """target[...] = value."""
     trace = current()
+    if isinstance(value, _LoopReduction):
+        from .isa import alu_of
+        _emit("tensor_tensor", "vector", target, (target, _broadcast(value.x, target)), value.mask,
+              op0=alu_of(value.op), accumulate=True)
+        return
     if not isinstance(value, View):
         _fill(target, value)
         return
@@ -430,14 +455,18 @@ floor, ceil, arctan, mish = _unary("floor"), _unary("ceil"), _unary("arctan"), _
 identity = _unary("copy", "identity")
 
 
-def _reduce_axes(x: View, axis):
-    """x with the reduced free axes moved last, as the engines reduce them (any free axes may be named:
-    the access pattern reorders them), and the sorted axes named."""
+def _reduce_axes(x: View, axis, trailing_only: bool = False):
+    """x with the reduced free axes moved last, as the Vector engine reduces them, and the sorted axes.
+    nl reductions may name any free axes (the compiler reorders the access pattern); the instruction
+    itself (nisa.tensor_reduce) takes only the trailing ones."""
     axes = sorted({a % x.ndim for a in ((axis,) if isinstance(axis, int) else tuple(axis))})
     if 0 in axes:
         raise current().error("a reduction cannot include the partition axis 0 "
                               "(use nisa.tensor_partition_reduce or a transpose)")
     if axes != list(builtins.range(x.ndim - len(axes), x.ndim)):
+        if trailing_only:
+            raise current().error(f"tensor_reduce axes {axes} of {x!r} must be its trailing free axes "
+                                  "(nl.sum, nl.max, ... reorder other axes)")
         x = x.permuted([a for a in builtins.range(x.ndim) if a not in axes] + axes)
     return x, axes
 

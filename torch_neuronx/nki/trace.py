@@ -110,6 +110,7 @@ class View:
         self.axis_vars = tuple(axis_vars) if axis_vars is not None else (None,) * len(self.sizes)
         self.bounds = tuple(bounds)
         self.partition_axis = partition_axis
+        self.indirect: Optional[Tuple["View", int]] = None  # (index tile, axis): View.ap(vector_offset=...)
 
     @classmethod
     def whole(cls, decl: TensorDecl) -> "View":
@@ -229,9 +230,22 @@ class View:
         k = self.partition_axis
         return self if k == 0 else self.permuted([k] + [a for a in range(self.ndim) if a != k])
 
-    def ap(self, pattern, offset: int = 0) -> "View":
-        """An explicit access pattern: [[stride, count], ...], partition first."""
-        return View(self.decl, self.offset + offset, [c for _, c in pattern], [s for s, _ in pattern])
+    def ap(self, pattern, offset: int = 0, vector_offset: Optional["View"] = None, indirect_dim: int = 0,
+           dtype=None, **unsupported) -> "View":
+        """An explicit access pattern: [[stride, count], ...], partition first. With `vector_offset` (an SBUF
+        tile of int32/uint32, one value per step of axis `indirect_dim`) the DMA reads step i of that axis at
+        the tile's i-th value instead (an indirect DMA: a gather of rows chosen as the kernel runs)."""
+        if dtype is not None and dtype_name(dtype) != self.dtype:
+            raise NkiError(f"{self!r}.ap(dtype={dtype}): reading a tensor as another dtype is not supported "
+                           "by this emulator yet")
+        if unsupported:
+            raise NkiError(f".ap({', '.join(sorted(unsupported))}=...) is not supported by this emulator yet")
+        view = View(self.decl, self.offset + offset, [c for _, c in pattern], [s for s, _ in pattern])
+        if vector_offset is not None:
+            if not 0 <= indirect_dim < view.ndim:
+                raise NkiError(f"indirect_dim {indirect_dim} of a {view.ndim}-axis access pattern")
+            view.indirect = (vector_offset, indirect_dim)
+        return view
 
     def astype(self, dtype) -> "View":
         from . import language as nl
@@ -412,6 +426,8 @@ class Trace:
             "reduce_axes": int(fields.get("reduce_axes", 0)), "negate": bool(fields.get("negate", False)),
             "accumulate": bool(fields.get("accumulate", False)),
             "coefficients": [float(v) for v in fields.get("coefficients", ())],
+            "indirect": bool(fields.get("indirect", False)), "indirect_dim": int(fields.get("indirect_dim", 0)),
+            "skip_oob": bool(fields.get("skip_oob", False)),
             "line": self.line(), "grid_instance": self.grid_instance, "loops": loops,
             "name": opcode,
         }
