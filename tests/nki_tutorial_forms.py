@@ -282,3 +282,19 @@ def products_reduced_over_blocks(lhsT, rhs):
     flat = out.reshape((M, N))
     bnl.store(flat, value=total)
     return out.reshape((M, N))
+
+
+def _bank_of_block(index, partitions, free):
+    return index[0] % 2, 0, 0
+
+
+@beta.jit
+def psum_placed_by_function(x):
+    """Four PSUM blocks placed by a function of their index (nki.compiler.psum.alloc)."""
+    out = bnl.ndarray((4, P, 512), dtype=bnl.float32, buffer=bnl.shared_hbm)
+    acc = bnl.ndarray((4, bnl.par_dim(P), 512), dtype=bnl.float32, buffer=compiler.psum.alloc(_bank_of_block))
+    a = bnl.load(x)
+    for m in bnl.affine_range(4):
+        acc[m] = bisa.nc_matmul(a[:, 0:P], a)
+        bnl.store(out[m], value=bisa.tensor_copy(acc[m]))
+    return out

@@ -137,6 +137,15 @@ def test_indirect_dma_out_of_bounds_raises_or_skips():
     assert torch.equal(out, torch.stack([table[2], torch.full((4,), -1.0), table[5]]))
 
 
+def test_psum_blocks_placed_by_a_function():
+    torch.manual_seed(13)
+    x = torch.randn(128, 512)
+    out = forms.psum_placed_by_function(neuron(x)).cpu()
+    want = x[:, :128].T @ x
+    for m in range(4):
+        torch.testing.assert_close(out[m], want, rtol=1e-4, atol=1e-3)
+
+
 def test_loop_reduce_accumulates_into_its_destination_and_reshaped_returns():
     torch.manual_seed(12)
     lhsT, rhs = torch.randn(384, 64), torch.randn(384, 96)

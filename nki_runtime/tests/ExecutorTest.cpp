@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 #include <vector>
 
 #include "nki_runtime/Executor.h"
@@ -232,4 +233,46 @@ TEST(Executor, LargeHbmStoreBypassingCachesKeepsEveryValue) {
   for (int64_t i = 0; i < P * F; ++i) x[i] = static_cast<float>(i % 1000003);
   Executor(b.program()).run({x.data(), y.data()});
   EXPECT_EQ(x, y);
+}
+
+namespace {
+
+// out[i] = table[index[i]] (rows of 3), the index tile read as the program runs.
+Program gatherProgram(Dtype index_type, bool skip_out_of_bounds) {
+  ProgramBuilder b;
+  const int table = b.argument({5, 3}), ids = b.argument({4, 1}, index_type), out = b.argument({4, 3});
+  const int index = b.tile(Memory::kSbuf, {4, 1}, index_type), rows = b.tile(Memory::kSbuf, {4, 3});
+  b.copy(whole(index, {4, 1}), whole(ids, {4, 1}));
+  b.emit(Opcode::kMemset, Engine::kVector, whole(rows, {4, 3})).operand0.value = -1.f;
+  Instruction& gather = b.copy(whole(rows, {4, 3}), view(table, 0, {{1, 3}, {3, 1}}));
+  gather.inputs.push_back(whole(index, {4, 1}));
+  gather.indirect = true;
+  gather.skip_out_of_bounds = skip_out_of_bounds;
+  b.copy(whole(out, {4, 3}), whole(rows, {4, 3}));
+  return b.program();
+}
+
+}  // namespace
+
+TEST(Executor, IndirectDmaGathersRowsByIndex) {
+  std::vector<float> table(15), out(12);
+  std::iota(table.begin(), table.end(), 0.f);
+  std::vector<int32_t> ids = {4, 0, 2, 4};
+  Executor(gatherProgram(Dtype::kInt32, false)).run({table.data(), ids.data(), out.data()});
+  for (int i = 0; i < 4; ++i) {
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(out[i * 3 + c], table[ids[i] * 3 + c]) << i << "," << c;
+  }
+}
+
+TEST(Executor, IndirectDmaPastItsTensorThrowsOrSkips) {
+  std::vector<float> table(15, 7.f), out(12, 0.f);
+  std::vector<uint32_t> ids = {1, 5, 0, 2};  // 5 is one row past the table
+  EXPECT_THROW(Executor(gatherProgram(Dtype::kUInt32, false)).run({table.data(), ids.data(), out.data()}),
+               std::out_of_range);
+  Executor(gatherProgram(Dtype::kUInt32, true)).run({table.data(), ids.data(), out.data()});
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(out[c], 7.f);
+    EXPECT_EQ(out[3 + c], -1.f);  // skipped: the row keeps what the tile held
+    EXPECT_EQ(out[6 + c], 7.f);
+  }
 }

@@ -165,3 +165,21 @@ TEST(Verifier, GpSimdReachesSbufOnly) {
     }
   }
 }
+
+TEST(Verifier, IndirectDmaWantsAnIntegerIndexTileWithOneIndexARow) {
+  for (const bool integer : {false, true}) {
+    ProgramBuilder b;
+    const int table = b.argument({5, 3});
+    const int64_t indices = integer ? 3 : 4;  // the integer tile is one short
+    const int index = b.tile(Memory::kSbuf, {indices, 1}, integer ? Dtype::kInt32 : Dtype::kFloat32);
+    const int rows = b.tile(Memory::kSbuf, {4, 3});
+    Instruction& gather = b.copy(whole(rows, {4, 3}), view(table, 0, {{1, 3}, {3, 1}}));
+    gather.inputs.push_back(whole(index, {indices, 1}));
+    gather.indirect = true;
+    if (integer) {
+      EXPECT_VIOLATION(b.program(), "the index tile holds 3 indices for 4 rows along axis 0");
+    } else {
+      EXPECT_VIOLATION(b.program(), "the index tile is float32; int32 or uint32");
+    }
+  }
+}

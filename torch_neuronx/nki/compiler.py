@@ -38,6 +38,13 @@ class sbuf:  # noqa: N801 - the name kernels use
             raise NkiError(f"sbuf.mod_alloc: base_addr {base_addr} / base_partition {base_partition} out of range")
         return _SbufPlacement("sbuf", base_addr, num_free_tiles)
 
+    @staticmethod
+    def alloc(placement) -> _Placement:
+        """SBUF placed by a function of each block's index (not emulated: the emulator places tiles)."""
+        if not callable(placement):
+            raise NkiError(f"sbuf.alloc takes a function of a block's index, not {placement!r}")
+        return _SbufPlacement("sbuf", 0, ())
+
 
 class psum:  # noqa: N801
     @staticmethod
@@ -50,6 +57,14 @@ class psum:  # noqa: N801
             raise NkiError(f"psum.mod_alloc: banks {base_bank}..{base_bank + banks - 1} are past the 8 PSUM banks "
                            "of a NeuronCore")
         return _PsumPlacement("psum", base_bank, num_bank_tiles)
+
+    @staticmethod
+    def alloc(placement) -> _Placement:
+        """PSUM banks chosen by a function of each block's index (not emulated: each block is a tile of its
+        own, counted against the 8 banks while it lives)."""
+        if not callable(placement):
+            raise NkiError(f"psum.alloc takes a function of a block's index, not {placement!r}")
+        return _PsumPlacement("psum", 0, ())
 
 
 def check_placement(buffer, bytes_per_partition: int, capacity: int, what: str) -> None:

@@ -57,8 +57,9 @@ mgrid = MGrid()
 
 def ndarray(shape: Sequence[int], dtype, buffer=sbuf, name: str = "", **_) -> View:
     trace = current()
+    buffer = sbuf if buffer is None else buffer
     placement = None if isinstance(buffer, str) else buffer
-    memory = buffer if isinstance(buffer, str) else getattr(buffer, "name", "sbuf")
+    memory = buffer if isinstance(buffer, str) else getattr(buffer, "name", None)
     if memory not in ("sbuf", "psum", "private_hbm", "shared_hbm", "hbm"):
         raise trace.error(f"unknown buffer {buffer!r} (nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm)")
     marked = [i for i, s in enumerate((shape,) if isinstance(shape, int) else shape) if isinstance(s, _ParDim)]
