@@ -162,7 +162,10 @@ Bound Executor::bind(const std::vector<void*>& hbm, char* arena, int32_t index) 
     bound.input_types.push_back(program_.tensors[input.tensor].dtype);
   }
   bound.streaming_stores = bypass_caches_[index] != 0;
-  if (in.indirect) bound.gathered_elements = program_.tensors[in.inputs[0].tensor].elements();
+  if (in.indirect) {
+    const Access& rows = in.indirect_destination ? in.dst : in.inputs[0];
+    bound.gathered_elements = program_.tensors[rows.tensor].elements();
+  }
   return bound;
 }
 

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
-#include <string>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -13,6 +11,7 @@
 #include "nki_runtime/Alu.h"
 #include "nki_runtime/AmxMatmul.h"
 #include "nki_runtime/Bf16Matmul.h"
+#include "nki_runtime/IndirectDma.h"
 #include "nki_runtime/Parallel.h"
 #include "runtime/SimdLevel.h"
 
@@ -609,39 +608,6 @@ void matmul(const Bound& b) {
   }
 }
 
-int64_t indexValue(const Bound& b, int64_t i) {
-  const Access& index = b.in.inputs[1];
-  int64_t offset = index.offset;
-  for (int a = index.rank - 1; a >= 0; --a) {  // the i-th element in row-major order of the index view
-    offset += (i % index.sizes[a]) * index.strides[a];
-    i /= index.sizes[a];
-  }
-  const char* at = b.inputs[1] + offset * static_cast<int64_t>(byteSize(b.input_types[1]));
-  if (b.input_types[1] == Dtype::kUInt32) return *reinterpret_cast<const uint32_t*>(at);
-  return *reinterpret_cast<const int32_t*>(at);
-}
-
-// An indirect DMA: row i along indirect_dim comes from the index tile's i-th value.
-void gather(const Bound& b) {
-  const int dim = b.in.indirect_dim;
-  const int64_t count = b.in.inputs[1].elements();
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t value = indexValue(b, i);
-    Instruction one = b.in;
-    one.indirect = false;
-    one.inputs.resize(1);
-    one.inputs[0].offset += value * one.inputs[0].strides[dim];
-    one.dst.offset += i * one.dst.strides[dim];
-    one.dst.sizes[dim] = 1;
-    if (value < 0 || one.inputs[0].lowest() < 0 || one.inputs[0].highest() > b.gathered_elements) {
-      if (b.in.skip_out_of_bounds) continue;
-      throw std::out_of_range("indirect DMA: index " + std::to_string(value) + " (position " + std::to_string(i) +
-                              ") reaches outside the source tensor (oob_mode=skip skips such rows)");
-    }
-    copy(Bound{one, b.dst, b.dst_type, {b.inputs[0]}, {b.input_types[0]}, false});
-  }
-}
-
 void transpose(const Bound& b) {
   Instruction swapped = b.in;
   Access& src = swapped.inputs[0];
@@ -657,6 +623,8 @@ bool sameView(const Access& a, const Access& b) {
 }
 
 }  // namespace
+
+void copyView(const Bound& b) { copy(b); }
 
 char* Bound::at(char* base, Dtype type, int64_t element) const { return base + element * byteSize(type); }
 

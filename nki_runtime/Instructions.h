@@ -26,7 +26,7 @@ struct Bound {
   // A DMA from on-chip memory into an HBM tensor larger than the CPU's caches hold for it: stores that
   // bypass the caches, as the DMA engines' writes bypass the NeuronCore's (no read of the lines first).
   bool streaming_stores = false;
-  int64_t gathered_elements = 0;  // an indirect DMA: the elements of the tensor its rows come from
+  int64_t gathered_elements = 0;  // an indirect DMA: the elements of the tensor its index tile addresses
 
   char* at(char* base, Dtype type, int64_t element) const;
   void loadInput(int k, int64_t offset, float* out) const;
@@ -45,6 +45,9 @@ struct Bound {
 };
 
 void execute(const Bound& b);
+
+// dst = src, element by element, converting dtypes (DMA and tensor_copy).
+void copyView(const Bound& b);
 
 // The rows execute() walks: the indices of all but the last axis of the dst (a reduction into one axis: its elements).
 int64_t rowsOf(const Instruction& in);

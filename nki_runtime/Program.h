@@ -108,7 +108,10 @@ struct Instruction {
   // kDmaCopy from `tensor.ap(..., vector_offset=index, indirect_dim=d)`: inputs[0] is the pattern of one
   // row along axis d (size 1 there), inputs[1] the index tile; row i of dst's axis d reads the source at
   // index value i along d. An index past the tensor is an error, or skips its row (oob_mode=skip).
+  // With indirect_destination the destination is the one-row pattern (a scatter): source row i goes to
+  // dst row index[i].
   bool indirect = false;
+  bool indirect_destination = false;
   int32_t indirect_dim = 0;
   bool skip_out_of_bounds = false;
   std::vector<float> coefficients;  // kIota: base, then one per dst axis

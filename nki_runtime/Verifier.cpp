@@ -184,7 +184,8 @@ class Checker {
   }
 
   // An indirect DMA: inputs[0] is one row of the source pattern, inputs[1] the index tile (SBUF, 32-bit
-  // integers), one index for each row of dst along the indirect axis.
+  // integers), one index for each row of dst along the indirect axis; for a scatter dst is the one-row
+  // pattern and the index tile has one index for each row of the source.
   void checkIndirect(int i, const Instruction& in) {
     const int dim = in.indirect_dim;
     if (in.inputs.size() != 2 || dim < 0 || dim >= in.dst.rank || dim >= in.inputs[0].rank) {
@@ -195,10 +196,12 @@ class Checker {
     requireMemory(i, index, "the index tile", {Memory::kSbuf});
     const Dtype type = tensor(index).dtype;
     if (type != Dtype::kInt32 && type != Dtype::kUInt32) fail(i, "the index tile is ", name(type), "; int32 or uint32");
-    if (index.elements() != in.dst.sizes[dim]) {
-      fail(i, "the index tile holds ", index.elements(), " indices for ", in.dst.sizes[dim], " rows along axis ", dim);
+    const Access& dense = in.indirect_destination ? in.inputs[0] : in.dst;
+    const Access& row = in.indirect_destination ? in.dst : in.inputs[0];
+    if (index.elements() != dense.sizes[dim]) {
+      fail(i, "the index tile holds ", index.elements(), " indices for ", dense.sizes[dim], " rows along axis ", dim);
     }
-    if (in.inputs[0].sizes[dim] != 1 || in.dst.elements() != in.inputs[0].elements() * in.dst.sizes[dim]) {
+    if (row.sizes[dim] != 1 || dense.elements() != row.elements() * dense.sizes[dim]) {
       fail(i, "src and dst hold different numbers of elements");
     }
   }
@@ -449,14 +452,17 @@ class Checker {
 
   // Iterations of an affine_range run in any order (or at once): one that
   // reads or overwrites what another wrote is a loop-carried dependency.
-  // Accumulations (matmul into PSUM, `+=` reductions) commute and are allowed.
+  // Accumulations (matmul into PSUM, `+=` reductions) commute and are allowed. The rows an indirect DMA
+  // addresses are known only as it runs, so they are not checked here (nor by AWS's compiler).
   void checkAffineIterations() {
     std::map<std::pair<int, int>, std::vector<Touch>> touches;  // (loop, tensor) -> touches
     for (std::size_t i = 0; i < program_.instructions.size(); ++i) {
       const Instruction& in = program_.instructions[i];
       if (in.loops < 0) continue;
       for (const LoopIteration& level : program_.loop_nests[in.loops]) {
+        const Access* addressed = !in.indirect ? nullptr : in.indirect_destination ? &in.dst : &in.inputs[0];
         const auto add = [&](const Access& access, bool write) {
+          if (&access == addressed) return;
           touches[{level.loop, access.tensor}].push_back(
               {static_cast<int>(i), level.iteration, access.lowest(), access.highest(), write, &access});
         };

@@ -298,3 +298,18 @@ def psum_placed_by_function(x):
         acc[m] = bisa.nc_matmul(a[:, 0:P], a)
         bnl.store(out[m], value=bisa.tensor_copy(acc[m]))
     return out
+
+
+@nki.jit
+def scatter_rows(rows, ids, height):
+    """out[ids[i]] = rows[i] (other rows zero): an indirect DMA into its destination."""
+    count, width = rows.shape
+    out = nl.ndarray((height, width), dtype=rows.dtype, buffer=nl.shared_hbm)
+    zeros = nl.zeros((height, width), dtype=rows.dtype)
+    nisa.dma_copy(dst=out, src=zeros)
+    index = nl.ndarray((count, 1), dtype=ids.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=index, src=ids.reshape((count, 1)))
+    tile = nl.ndarray((count, width), dtype=rows.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=rows)
+    nisa.dma_copy(dst=out.ap([[width, count], [1, width]], offset=0, vector_offset=index, indirect_dim=0), src=tile)
+    return out

@@ -128,6 +128,15 @@ def test_indirect_dma_gathers_rows_by_an_index_tile(dtype):
     assert torch.equal(out, table[ids.long()])
 
 
+def test_indirect_dma_scatters_rows_into_its_destination():
+    torch.manual_seed(14)
+    rows = torch.randn(5, 16)
+    ids = torch.tensor([7, 0, 3, 9, 4], dtype=torch.int32)
+    want = torch.zeros(10, 16)
+    want[ids.long()] = rows
+    assert torch.equal(forms.scatter_rows(neuron(rows), neuron(ids), 10).cpu(), want)
+
+
 def test_indirect_dma_out_of_bounds_raises_or_skips():
     table = torch.arange(10 * 4, dtype=torch.float32).reshape(10, 4)
     ids = torch.tensor([2, 10, 5], dtype=torch.int32)  # 10 is one past the table

@@ -70,6 +70,7 @@ nki::Instruction toInstruction(const py::dict& d) {
     in.indirect = d["indirect"].cast<bool>();
     in.indirect_dim = d["indirect_dim"].cast<int32_t>();
     in.skip_out_of_bounds = d["skip_oob"].cast<bool>();
+    if (d.contains("indirect_dst")) in.indirect_destination = d["indirect_dst"].cast<bool>();
   }
   return in;
 }

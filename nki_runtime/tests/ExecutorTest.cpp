@@ -276,3 +276,19 @@ TEST(Executor, IndirectDmaPastItsTensorThrowsOrSkips) {
     EXPECT_EQ(out[6 + c], 7.f);
   }
 }
+
+TEST(Executor, IndirectDmaScattersRowsToIndexedRows) {
+  ProgramBuilder b;
+  const int rows = b.argument({3, 2}), ids = b.argument({3, 1}, Dtype::kInt32), out = b.argument({4, 2});
+  const int index = b.tile(Memory::kSbuf, {3, 1}, Dtype::kInt32), tile = b.tile(Memory::kSbuf, {3, 2});
+  b.copy(whole(index, {3, 1}), whole(ids, {3, 1}));
+  b.copy(whole(tile, {3, 2}), whole(rows, {3, 2}));
+  Instruction& scatter = b.copy(view(out, 0, {{1, 2}, {2, 1}}), whole(tile, {3, 2}));
+  scatter.inputs.push_back(whole(index, {3, 1}));
+  scatter.indirect = true;
+  scatter.indirect_destination = true;
+  std::vector<float> values = {1, 2, 3, 4, 5, 6}, result(8, 0.f);
+  std::vector<int32_t> where = {3, 0, 2};
+  Executor(b.program()).run({values.data(), where.data(), result.data()});
+  EXPECT_EQ(result, (std::vector<float>{3, 4, 0, 0, 5, 6, 1, 2}));
+}

@@ -81,26 +81,30 @@ class oob_mode:  # noqa: N801
 
 
 def _indirect_copy(dst: View, src: View, oob, mask) -> None:
-    index, dim = src.indirect
+    """A gather (indirect src) or a scatter (indirect dst): the indirect side becomes the pattern of one row
+    along its indirect axis, which the index tile moves as the program runs."""
+    scatter = dst.indirect is not None
+    addressed = dst if scatter else src
+    index, dim = addressed.indirect
     if not isinstance(index, View) or index.buffer != "sbuf" or index.dtype not in ("int32", "uint32"):
         raise current().error(f"vector_offset must be an SBUF tile of int32 or uint32, not {index!r}")
-    if index.elements() != src.shape[dim]:
+    if index.elements() != addressed.shape[dim]:
         raise current().error(f"vector_offset {index!r} holds {index.elements()} indices for the "
-                              f"{src.shape[dim]} steps of axis {dim}")
+                              f"{addressed.shape[dim]} steps of axis {dim}")
     if tuple(dst.shape) != tuple(src.shape):
-        raise current().error(f"dma_copy: {src!r} (indirect) and {dst!r} differ in shape")
-    row = View(src.decl, src.offset, src.sizes[:dim] + (1,) + src.sizes[dim + 1:], src.strides)
-    _emit("dma_copy", "dma", dst, (row, index), mask, indirect=True, indirect_dim=dim,
-          skip_oob=oob == oob_mode.skip)
+        raise current().error(f"dma_copy: {src!r} and {dst!r} differ in shape (indirect DMA)")
+    row = View(addressed.decl, addressed.offset, addressed.sizes[:dim] + (1,) + addressed.sizes[dim + 1:],
+               addressed.strides)
+    _emit("dma_copy", "dma", row if scatter else dst, (src if scatter else row, index), mask, indirect=True,
+          indirect_dim=dim, indirect_dst=scatter, skip_oob=oob == oob_mode.skip)
 
 
 def dma_copy(dst: View, src: View, mask=None, dst_rmw_op=None, oob_mode=None, **_) -> None:
     if dst_rmw_op is not None:
         raise current().error("dma_copy with dst_rmw_op is not supported by this emulator yet")
-    if dst.indirect is not None:
-        raise current().error("an indirect DMA into its destination (a scatter) is not supported by this "
-                              "emulator yet; gathers (an indirect source) are")
-    if src.indirect is not None:
+    if dst.indirect is not None and src.indirect is not None:
+        raise current().error("dma_copy: an indirect source and an indirect destination at once")
+    if dst.indirect is not None or src.indirect is not None:
         return _indirect_copy(dst, src, oob_mode, mask)
     d, s = nl._same_shape(dst, src)
     if d is None:

@@ -427,6 +427,7 @@ class Trace:
             "accumulate": bool(fields.get("accumulate", False)),
             "coefficients": [float(v) for v in fields.get("coefficients", ())],
             "indirect": bool(fields.get("indirect", False)), "indirect_dim": int(fields.get("indirect_dim", 0)),
+            "indirect_dst": bool(fields.get("indirect_dst", False)),
             "skip_oob": bool(fields.get("skip_oob", False)),
             "line": self.line(), "grid_instance": self.grid_instance, "loops": loops,
             "name": opcode,
