@@ -50,7 +50,7 @@ enum class Function : uint8_t {
   kAbs, kNegative, kSquare, kSin, kCos, kErf, kSoftplus, kSign, kFloor, kCeil, kArctan, kMish,
 };
 
-constexpr int kMaxAxes = 6;
+constexpr int kMaxAxes = 8;  // axes of one view (torch_neuronx/nki/trace.py MAX_AXES)
 
 // An affine view of a tensor, in elements. Axis 0 is the partition axis of
 // on-chip memory (for HBM, the axis that becomes it when loaded).

@@ -313,3 +313,19 @@ def scatter_rows(rows, ids, height):
     nisa.dma_copy(dst=tile, src=rows)
     nisa.dma_copy(dst=out.ap([[width, count], [1, width]], offset=0, vector_offset=index, indirect_dim=0), src=tile)
     return out
+
+
+@beta.jit
+def columns_as_axes(x, axes):
+    """x [4, 16] read through an access pattern of `axes` axes: the column index spread over free axes of
+    sizes 2, 2, 2, 2 (and size-1 axes up to the count), copied as is."""
+    ones = axes - 5
+    grid = bnl.mgrid[(slice(0, 4),) + (slice(0, 2),) * 3 + (slice(0, 1),) * ones + (slice(0, 2),)]
+    p, a, b, c, d = grid[0], grid[1], grid[2], grid[3], grid[-1]
+    out = bnl.ndarray((4,) + (2,) * 3 + (1,) * ones + (2,), dtype=x.dtype, buffer=bnl.shared_hbm)
+    column = a * 8 + b * 4 + c * 2 + d
+    for extra in grid[4:-1]:
+        column = column + extra
+    tile = bnl.load(x)
+    bnl.store(out, value=bnl.copy(tile[p, column]))
+    return out

@@ -155,6 +155,14 @@ def test_psum_blocks_placed_by_a_function():
         torch.testing.assert_close(out[m], want, rtol=1e-4, atol=1e-3)
 
 
+def test_access_patterns_of_up_to_eight_axes():
+    x = torch.arange(64, dtype=torch.float32).reshape(4, 16)
+    out = forms.columns_as_axes(neuron(x), 8).cpu()
+    assert torch.equal(out.reshape(4, 16), x)
+    with pytest.raises(NkiError, match="has 9 axes; an access pattern has at most 8"):
+        forms.columns_as_axes(neuron(x), 9)
+
+
 def test_loop_reduce_accumulates_into_its_destination_and_reshaped_returns():
     torch.manual_seed(12)
     lhsT, rhs = torch.randn(384, 64), torch.randn(384, 96)

@@ -36,6 +36,7 @@ DTYPE_ALIASES = {
     "int32": "int32", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "bool": "bool", "bool_": "bool",
     "float": "float32", "int": "int32",
 }
+MAX_AXES = 8  # axes of one access pattern (nki_runtime/Program.h kMaxAxes)
 FLOATS = ("float32", "tfloat32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2")
 BYTES = {"float32": 4, "tfloat32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "float16": 2, "int16": 2,
          "uint16": 2, "float8_e4m3": 1, "float8_e5m2": 1, "int8": 1, "uint8": 1, "bool": 1}
@@ -409,6 +410,9 @@ class Trace:
 
     def emit(self, opcode: str, engine: str, dst: View, inputs: Sequence[View] = (), **fields) -> dict:
         from . import codes
+        for view in (dst, *inputs):
+            if view.ndim > MAX_AXES:
+                raise self.error(f"{opcode}: {view!r} has {view.ndim} axes; an access pattern has at most {MAX_AXES}")
         c = codes.get()
         loops = -1
         if self.loop_stack:
