@@ -453,7 +453,7 @@ class Checker {
   // Iterations of an affine_range run in any order (or at once): one that
   // reads or overwrites what another wrote is a loop-carried dependency.
   // Accumulations (matmul into PSUM, `+=` reductions) commute and are allowed. The rows an indirect DMA
-  // addresses are known only as it runs, so they are not checked here (nor by AWS's compiler).
+  // addresses are known only as it runs, so they are not checked here.
   void checkAffineIterations() {
     std::map<std::pair<int, int>, std::vector<Touch>> touches;  // (loop, tensor) -> touches
     for (std::size_t i = 0; i < program_.instructions.size(); ++i) {

@@ -156,7 +156,7 @@ def nc_matmul(dst: View, stationary: View, moving: View, accumulate: Optional[bo
         _emit("nc_transpose", "tensor", dst, (stationary,), mask)
         return
     if accumulate is None:
-        accumulate = nl.psum_written_before(dst)
+        accumulate = nl._psum_written_before(dst)
     _emit("nc_matmul", "tensor", dst, (stationary, moving), mask, accumulate=bool(accumulate))
 
 

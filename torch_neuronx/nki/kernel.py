@@ -16,7 +16,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import torch
 
-from .trace import NkiError, Trace, View, dtype_name
+from .trace import NkiError, Trace, View, _product, dtype_name
 
 _TORCH_DTYPES = {
     "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "int8": torch.int8,
@@ -232,8 +232,8 @@ def _returns(result, trace) -> Any:
     if result is None:
         return None
     if isinstance(result, View):
-        whole = result.offset == 0 and result.is_contiguous() and result.elements() == View.whole(result.decl).elements()
-        if result.decl not in trace.shared or not whole:
+        covers_it = result.offset == 0 and result.is_contiguous() and result.elements() == _product(result.decl.shape)
+        if result.decl not in trace.shared or not covers_it:
             raise trace.error(f"a kernel returns tensors it allocated with buffer=nl.shared_hbm, not {result!r}")
         return result.decl.argument if result.is_whole() else Reshaped(result.decl.argument, result.shape)
     if isinstance(result, (tuple, list)):

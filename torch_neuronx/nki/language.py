@@ -331,8 +331,8 @@ def accumulate_into(target: View, value) -> None:
         # The first product into a PSUM range starts its accumulation group (what was there is not added,
         # as the compiler makes `psum += matmul` over a fresh tile); later ones add.
         last["dst"] = target
-        last["accumulate"] = psum_written_before(target)
-        mark_psum_written(target)
+        last["accumulate"] = _psum_written_before(target)
+        _mark_psum_written(target)
         return
     if isinstance(value, View):
         _emit("tensor_tensor", "vector", target, (target, _broadcast(value, target)), None, op0="add",
@@ -344,13 +344,13 @@ def accumulate_into(target: View, value) -> None:
 
 # ---- tile arithmetic -----------------------------------------------------------------------------
 
-def psum_written_before(view: View) -> bool:
+def _psum_written_before(view: View) -> bool:
     """Whether an earlier instruction wrote this whole PSUM range (a matmul into it then accumulates)."""
     low, high = view.offset, view.offset + view.elements()
     return any(lo <= low and high <= hi for lo, hi in current().psum_written.get(view.decl.id, ()))
 
 
-def mark_psum_written(view: View) -> None:
+def _mark_psum_written(view: View) -> None:
     current().psum_written.setdefault(view.decl.id, []).append((view.offset, view.offset + view.elements()))
 
 
@@ -364,7 +364,7 @@ def _emit(opcode: str, engine: str, dst: View, inputs, mask, **fields) -> dict:
     for view in [dst, *inputs]:
         check_bounds(view)
     if dst.buffer == "psum":
-        mark_psum_written(dst)
+        _mark_psum_written(dst)
     return trace.emit(opcode, engine, dst, inputs, **fields)
 
 

@@ -291,11 +291,6 @@ class View:
         return self
 
 
-def torch_uint8():
-    import torch
-    return torch.uint8
-
-
 def _product(values) -> int:
     out = 1
     for v in values:
@@ -386,7 +381,8 @@ class Trace:
     def constant_tensor(self, values, dtype: str) -> TensorDecl:
         """An HBM tensor holding `values` (a CPU torch tensor of `dtype`), one per distinct constant: the call
         passes it like an argument, as the runtime loads a NEFF's constants into HBM."""
-        key = (dtype, tuple(values.shape), values.contiguous().view(-1).view(torch_uint8()).numpy().tobytes())
+        import torch
+        key = (dtype, tuple(values.shape), values.contiguous().view(-1).view(torch.uint8).numpy().tobytes())
         if key not in self.constants:
             decl = TensorDecl(len(self.tensors), f"constant_{len(self.constants)}", "hbm", dtype,
                               tuple(values.shape), self.arguments, self.line())
