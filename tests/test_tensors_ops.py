@@ -220,8 +220,8 @@ def test_rows_times_matrix(dtype, k, n, batch):
 @pytest.mark.parametrize("batch", [1, 4])
 def test_decode_products_into_out(dtype, batch):
     """mm.out and addmm.out (what Inductor's generated code calls) take the same decode kernels as mm and
-    addmm: bit-equal to them; an out= tensor that overlaps an input, a non-contiguous out= and beta != 1 go
-    to the CPU GEMM and still give the right product."""
+    addmm: bit-equal to them; a non-contiguous out= and beta != 1 go to the CPU GEMM and still give the right
+    product; an out= over an input gets the product of the inputs as they were (mm, addmm, bmm)."""
     g = torch.Generator().manual_seed(batch)
     w = torch.randn(300, 256, generator=g).to(dtype).to(N)
     x = torch.randn(batch, 256, generator=g).to(dtype).to(N)
@@ -234,13 +234,24 @@ def test_decode_products_into_out(dtype, batch):
     strided = torch.empty(300, batch, dtype=dtype, device=N).t()
     close(torch.mm(x, w.t(), out=strided), expected, **tol)
     close(torch.addmm(bias, x, w.t(), beta=2, out=out), (expected.double() + 2 * bias.cpu().double()).to(dtype), **tol)
-    # out= over the weight it reads: whatever the CPU device does with this, neuron does the same.
+    # out= over the weight it reads: the CPU GEMM's threads would race with their own writes (the CPU
+    # device's answer changes from run to run); neuron multiplies the inputs as they were, then stores.
     square = torch.randn(256, 256, generator=g).to(dtype)
     rows = torch.randn(batch, 256, generator=g).to(dtype)
-    on_cpu, on_neuron = square.clone(), square.to(N)
-    torch.mm(rows, on_cpu.t(), out=on_cpu[:batch])
+    product = torch.mm(rows.to(N), square.to(N).t()).cpu()
+    on_neuron = square.to(N)
     torch.mm(rows.to(N), on_neuron.t(), out=on_neuron[:batch])
-    assert torch.equal(on_neuron.cpu(), on_cpu)
+    assert torch.equal(on_neuron[:batch].cpu(), product)
+    assert torch.equal(on_neuron[batch:].cpu(), square[batch:])
+    torch.testing.assert_close(product, (rows.double() @ square.double().t()).to(dtype), **tol)
+    on_neuron = square.to(N)
+    torch.addmm(on_neuron[0], rows.to(N), on_neuron.t(), beta=0.5, out=on_neuron[:batch])
+    close(on_neuron[:batch], (0.5 * square[0].double() + rows.double() @ square.double().t()).to(dtype), **tol)
+    stack, gram = square.view(4, 64, 256), square.view(4, 64, 256).double()
+    on_neuron = stack.to(N)
+    torch.bmm(on_neuron, on_neuron.transpose(1, 2), out=on_neuron[:, :, :64])
+    close(on_neuron[:, :, :64], (gram @ gram.transpose(1, 2)).to(dtype), **tol)
+    assert torch.equal(on_neuron[:, :, 64:].cpu(), stack[:, :, 64:])
 
 
 def test_one_row_linear_bf16_from_many_threads():

@@ -64,4 +64,17 @@ at::Tensor fromCpuResult(const at::Tensor& result, c10::DeviceIndex device,
   return tensorOver(c10::Storage(std::move(storage)), c10::DispatchKey::PrivateUse1, result);
 }
 
+bool sharesMemory(const at::Tensor& out, std::initializer_list<at::Tensor> inputs) {
+  if (!out.has_storage() || out.storage().nbytes() == 0) return false;
+  const auto* begin = static_cast<const char*>(out.storage().data());
+  const auto* end = begin + out.storage().nbytes();
+  for (const at::Tensor& input : inputs) {
+    if (!input.defined() || !input.has_storage()) continue;
+    const auto* first = static_cast<const char*>(input.storage().data());
+    const auto* last = first + input.storage().nbytes();
+    if (first < end && begin < last) return true;
+  }
+  return false;
+}
+
 }  // namespace torch_neuronx

@@ -8,6 +8,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <initializer_list>
+
 #include "aten/core/HostAlias.h"
 
 namespace torch_neuronx {
@@ -21,5 +23,10 @@ void syncFromAlias(const at::Tensor& alias, const at::Tensor& t);
 // anything else is adopted as device memory, charged to the core.
 at::Tensor fromCpuResult(const at::Tensor& result, c10::DeviceIndex device,
                          c10::ArrayRef<std::pair<at::Tensor, at::Tensor>> alias_of_input = {});
+
+// True when `out` and one of `inputs` (undefined ones skipped) lie in the same
+// bytes of memory, judged by their storages' extents: a kernel that writes
+// `out` while it still reads that input would read its own results.
+bool sharesMemory(const at::Tensor& out, std::initializer_list<at::Tensor> inputs);
 
 }  // namespace torch_neuronx

@@ -10,6 +10,7 @@
 #include "aten/kernels/AmxBf16.h"
 #include "aten/kernels/FewRowsGemm.h"
 #include "aten/kernels/RowTimesMatrix.h"
+#include "aten/ops/CpuAlias.h"
 
 namespace torch_neuronx {
 namespace {
@@ -92,15 +93,8 @@ bool decodeProductInto(const at::Tensor& left, const at::Tensor& right, const at
       out.size(0) != left.size(0) || out.size(1) != right.size(1) || !out.is_contiguous()) {
     return false;
   }
-  // The kernels read the inputs while writing `out`: an `out` that overlaps them is left to the GEMM.
-  const auto* begin = static_cast<const char*>(out.const_data_ptr());
-  const auto* end = begin + out.nbytes();
-  for (const at::Tensor* input : {&left, &right, &bias}) {
-    if (!input->defined()) continue;
-    const auto* first = static_cast<const char*>(input->storage().data());
-    const auto* last = first + input->storage().nbytes();
-    if (first < end && begin < last) return false;
-  }
+  // The kernels read the inputs while writing `out`: an `out` over an input is the caller's to handle.
+  if (sharesMemory(out, {left, right, bias})) return false;
   run(kernel, left, right, bias, out);
   return true;
 }

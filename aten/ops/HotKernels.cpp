@@ -12,6 +12,7 @@
 #include <ATen/ops/mm_cpu_dispatch.h>
 #include <ATen/ops/mul_cpu_dispatch.h>
 #include <ATen/ops/sub_cpu_dispatch.h>
+#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include "aten/core/KernelMemory.h"
@@ -72,6 +73,16 @@ NEURON_BINARY_OP(sub, "aten::sub")
 NEURON_PLAIN_BINARY_OP(mul, "aten::mul")
 NEURON_PLAIN_BINARY_OP(div, "aten::div")
 
+// A matmul's out= over memory it reads (torch.mm(x, w.t(), out=w[:4])) would be
+// overwritten while the GEMM's threads still read it, and the answer would hang
+// on their timing: the product is made from the inputs as they are, then stored.
+at::Tensor& storeProduct(const at::Tensor& product, at::Tensor& alias, at::Tensor& out) {
+  at::native::resize_output(alias, product.sizes());
+  alias.copy_(product);
+  syncFromAlias(alias, out);
+  return out;
+}
+
 #define NEURON_MATMUL_OP(name, schema)                                                                  \
   at::Tensor name(const at::Tensor& self, const at::Tensor& mat2) {                                     \
     const auto device = deviceOf(schema, self, mat2);                                                   \
@@ -81,8 +92,9 @@ NEURON_PLAIN_BINARY_OP(div, "aten::div")
   at::Tensor& name##Out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {             \
     KernelMemoryScope scope(deviceOf(schema ".out", self, mat2, out));                                  \
     checkWritten(schema ".out", out);                                                                   \
-    at::Tensor alias = cpuAlias(out);                                                                   \
-    at::cpu::name##_out(alias, cpuAlias(self), cpuAlias(mat2));                                         \
+    at::Tensor alias = cpuAlias(out), left = cpuAlias(self), right = cpuAlias(mat2);                    \
+    if (sharesMemory(alias, {left, right})) return storeProduct(at::cpu::name(left, right), alias, out); \
+    at::cpu::name##_out(alias, left, right);                                                            \
     syncFromAlias(alias, out);                                                                          \
     return out;                                                                                         \
   }
@@ -90,18 +102,31 @@ NEURON_PLAIN_BINARY_OP(div, "aten::div")
 NEURON_MATMUL_OP(bmm, "aten::bmm")
 
 // Decoding multiplies one row (batch 1) or a few (a batch) by each weight: DecodeMatmul.h.
+at::Tensor hostMm(const at::Tensor& left, const at::Tensor& right) {
+  if (auto out = decodeProduct(left, right, at::Tensor())) return *out;
+  return at::cpu::mm(left, right);
+}
+
+// F.linear with a bias (and GPT-2's Conv1D) in decoding's shapes: the bias joins the sum before rounding.
+at::Tensor hostAddmm(const at::Tensor& bias, const at::Tensor& left, const at::Tensor& right, const at::Scalar& beta,
+                     const at::Scalar& alpha) {
+  if (beta.equal(1) && alpha.equal(1)) {
+    if (auto out = decodeProduct(left, right, bias)) return *out;
+  }
+  return at::cpu::addmm(bias, left, right, beta, alpha);
+}
+
 at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
   const auto device = deviceOf("aten::mm", self, mat2);
   KernelMemoryScope scope(device);
-  at::Tensor left = cpuAlias(self), right = cpuAlias(mat2);
-  if (auto out = decodeProduct(left, right, at::Tensor())) return fromCpuResult(*out, device);
-  return fromCpuResult(at::cpu::mm(left, right), device);
+  return fromCpuResult(hostMm(cpuAlias(self), cpuAlias(mat2)), device);
 }
 
 at::Tensor& mmOut(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
   KernelMemoryScope scope(deviceOf("aten::mm.out", self, mat2, out));
   checkWritten("aten::mm.out", out);
   at::Tensor alias = cpuAlias(out), left = cpuAlias(self), right = cpuAlias(mat2);
+  if (sharesMemory(alias, {left, right})) return storeProduct(hostMm(left, right), alias, out);
   if (decodeProductInto(left, right, at::Tensor(), alias)) return out;
   at::cpu::mm_out(alias, left, right);
   syncFromAlias(alias, out);
@@ -112,12 +137,7 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tenso
                  const at::Scalar& alpha) {
   const auto device = deviceOf("aten::addmm", self, mat1, mat2);
   KernelMemoryScope scope(device);
-  at::Tensor bias = cpuAlias(self), left = cpuAlias(mat1), right = cpuAlias(mat2);
-  // F.linear with a bias (and GPT-2's Conv1D) in decoding's shapes: the bias joins the sum before rounding.
-  if (beta.equal(1) && alpha.equal(1)) {
-    if (auto out = decodeProduct(left, right, bias)) return fromCpuResult(*out, device);
-  }
-  return fromCpuResult(at::cpu::addmm(bias, left, right, beta, alpha), device);
+  return fromCpuResult(hostAddmm(cpuAlias(self), cpuAlias(mat1), cpuAlias(mat2), beta, alpha), device);
 }
 
 at::Tensor& addmmOut(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
@@ -125,6 +145,7 @@ at::Tensor& addmmOut(const at::Tensor& self, const at::Tensor& mat1, const at::T
   KernelMemoryScope scope(deviceOf("aten::addmm.out", self, mat1, mat2, out));
   checkWritten("aten::addmm.out", out);
   at::Tensor alias = cpuAlias(out), bias = cpuAlias(self), left = cpuAlias(mat1), right = cpuAlias(mat2);
+  if (sharesMemory(alias, {bias, left, right})) return storeProduct(hostAddmm(bias, left, right, beta, alpha), alias, out);
   if (beta.equal(1) && alpha.equal(1) && decodeProductInto(left, right, bias, alias)) return out;
   at::cpu::addmm_out(alias, bias, left, right, beta, alpha);
   syncFromAlias(alias, out);
