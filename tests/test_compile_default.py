@@ -203,6 +203,26 @@ def test_second_process_loads_from_the_neff_cache(tmp_path):
     assert (tmp_path / "shared" / "inductor").is_dir()
 
 
+def test_each_vector_isa_keeps_its_own_inductor_cache(tmp_path):
+    # Inductor's FX graph cache does not key on the vector ISA its kernels are built for: a graph built for
+    # AVX-512, then found by a process building for AVX2 (ATEN_CPU_CAPABILITY, or a cache shared by two
+    # kinds of machine), returned NaN. Processes alternating between two ISAs over one cache stay right.
+    weaker = {"AVX512": "avx2", "AVX2": "default"}.get(torch.backends.cpu.get_cpu_capability())
+    if weaker is None:
+        pytest.skip(f"needs AVX2 or AVX-512 to have a weaker ISA to force; this CPU runs "
+                    f"{torch.backends.cpu.get_cpu_capability()}")
+    code = """
+        import torch
+        x = torch.randn(16, 40)
+        got = torch.compile(lambda a: a.softmax(-1))(x.to("neuron"))
+        print((got.cpu() - x.softmax(-1)).abs().max().item() < 1e-6)
+    """
+    env = {"TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path)}
+    for capability in ({}, {"ATEN_CPU_CAPABILITY": weaker}, {}):
+        assert check_ok(run_python(code, {**env, **capability})).split()[-1] == "True", capability
+    assert len(list((tmp_path / "inductor").iterdir())) == 2
+
+
 def test_a_users_inductor_settings_win(tmp_path):
     out = check_ok(run_python("""
         import torch

@@ -1,7 +1,7 @@
 """The on-disk compile cache (TORCH_NEURONX_NEFF_CACHE_DIR).
 
 Inductor's artifacts (FX graph and AOT autograd caches, compiled kernels)
-live under `<cache>/inductor`; `<cache>/graphs/<key>.json` records each graph
+live under `<cache>/inductor/<vector ISA>`; `<cache>/graphs/<key>.json` records each graph
 signature this cache has compiled, and how often a process found it there.
 """
 from __future__ import annotations
@@ -22,7 +22,21 @@ def cache_dir() -> str:
 
 
 def inductor_dir() -> str:
-    return os.path.join(cache_dir(), "inductor")
+    return os.path.join(cache_dir(), "inductor", _vector_isa())
+
+
+def _vector_isa() -> str:
+    """The vector ISA Inductor builds CPU kernels for: the CPU's, or the one ATEN_CPU_CAPABILITY names.
+
+    Inductor's FX graph cache does not key on it: a graph compiled for AVX-512
+    and found again by a process that builds for AVX2 (a cache shared by two
+    kinds of machine, or a developer forcing a weaker kind) ran kernels that
+    returned NaN. One folder per ISA keeps them apart.
+    """
+    from torch._inductor import cpu_vec_isa
+
+    isa = cpu_vec_isa.pick_vec_isa()
+    return "-".join(str(isa).split()) if isa else "scalar"
 
 
 def graph_key(graph_code: str, signature: str, options: str) -> str:
