@@ -6,10 +6,10 @@
   LlamaRMSNorm on neuron (target >= 1.3x its speed, i.e. <= 0.77x its time);
 - replay overhead: a kernel of 4,000 one-element instructions, time per
   instruction (target <= 2 us);
-- the same matmul as an AVX2-only CPU (AMD Zen 3) runs it, in a child process:
-  the NKI executor at TORCH_NEURONX_SIMD=avx2 against torch.matmul with oneDNN
-  off, which is torch's bf16 path on a CPU without AVX-512 (ATen's
-  mkldnn_bf16_device_check wants AVX-512 BW/VL/DQ).
+- the same matmul as an AVX2-only CPU (AMD Zen 3) runs it, in a child process
+  with the NKI executor and torch lowered to that kind (env/cpu_kinds.py):
+  torch's bf16 GEMM then leaves oneDNN (ATen's mkldnn_bf16_device_check asks
+  oneDNN, whose ISA ONEDNN_MAX_CPU_ISA caps) for its own loops.
 The "cpu" column holds the torch reference on neuron.
 """
 from __future__ import annotations
@@ -69,8 +69,7 @@ def matmul_times(torch_reps: int) -> dict:
 
 
 def _avx2_child() -> None:
-    with torch.backends.mkldnn.flags(enabled=False):
-        t = matmul_times(torch_reps=1)
+    t = matmul_times(torch_reps=1)
     print(json.dumps({k: float(v) for k, v in t.items()}))
 
 
@@ -79,7 +78,7 @@ def avx2_matmul_row() -> list[Row]:
 
     if torch_neuronx._C._simd_level().split()[0] in ("scalar", "avx2"):
         return []  # this CPU is the AVX2 kind: the main row measures it
-    env = {**os.environ, "TORCH_NEURONX_SIMD": "avx2"}
+    env = common.cpu_kind_env("avx2")
     result = subprocess.run([sys.executable, os.path.abspath(__file__), "--avx2-child"], env=env,
                             capture_output=True, text=True, timeout=1800)
     if result.returncode != 0:
@@ -87,8 +86,8 @@ def avx2_matmul_row() -> list[Row]:
     t = json.loads(result.stdout.strip().splitlines()[-1])
     return [Row("[simd avx2] NKI tiled matmul bf16 1024x1024 @ 1024x2048 (torch.matmul without AVX-512 as reference)",
                 fmt_time(t["torch"]), fmt_time(t["nki"]), t["nki"] / t["torch"], "time", 2.0,
-                note="TORCH_NEURONX_SIMD=avx2 for the NKI executor; torch.matmul with oneDNN off, the path torch "
-                     "takes for bf16 on a CPU without AVX-512 (one timed call)")]
+                note="the NKI executor and torch both lowered to the AVX2 kind (env/cpu_kinds.py): without "
+                     "AVX-512, torch leaves bf16 GEMMs to its own loops, not oneDNN (one timed call)")]
 
 
 def run() -> list[Row]:

@@ -1,8 +1,8 @@
-"""The decode benchmarks again with the device's kernels forced down to the SIMD levels of the other
-CPU kinds the project meets (TORCH_NEURONX_SIMD): avx2 (AMD Zen 3: AVX2 + FMA only), avx512bf16
-(AMD Zen 4/5: AVX-512 and AVX512-BF16, no AMX) and avx512, each below this CPU's own level, in a
-fresh process per level. Only the device's own kernels change level: the CPU device's OpenBLAS and
-oneDNN keep this CPU's best code, so the CPU column is stronger than it would be on that kind.
+"""The decode benchmarks again as the other CPU kinds the project meets would run them: avx2 (AMD Zen 3:
+AVX2 + FMA only), avx512bf16 (AMD Zen 4/5: AVX-512 and AVX512-BF16, no AMX) and avx512, each below
+this CPU's own level, in a fresh process per kind. Both sides are lowered (env/cpu_kinds.py): the
+device's kernels (TORCH_NEURONX_SIMD) and the CPU device's ATen kernels, oneDNN and OpenBLAS, so the
+CPU column is what that kind's CPU device would do, not this CPU's best code.
 """
 from __future__ import annotations
 
@@ -49,11 +49,11 @@ def run() -> list[Row]:
     weaker = ORDER[:ORDER.index(native)] if native in ORDER else []
     rows = []
     for level in weaker:
-        env = {**os.environ, "TORCH_NEURONX_SIMD": level}
+        env = common.cpu_kind_env(level)
         result = subprocess.run([sys.executable, os.path.abspath(__file__), "--child"], env=env,
                                 capture_output=True, text=True, timeout=3600)
         if result.returncode != 0:
-            raise RuntimeError(f"TORCH_NEURONX_SIMD={level} run failed:\n{result.stderr[-3000:]}")
+            raise RuntimeError(f"the {level} kind's run failed:\n{result.stderr[-3000:]}")
         for data in json.loads(result.stdout.strip().splitlines()[-1]):
             row = Row(**data)
             row.benchmark = f"[simd {level}] {row.benchmark}"

@@ -15,6 +15,7 @@ import ctypes
 import glob
 import os
 import subprocess
+import sys
 import platform
 import statistics
 import time
@@ -229,6 +230,21 @@ def cpu_features() -> str:
     return " ".join(f for f in wanted if f in flags) or "none of avx2/avx512/amx"
 
 
+def cpu_kind_env(level: str) -> dict:
+    """os.environ with the device and torch both lowered to the CPU kind `level` (env/cpu_kinds.py)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "env"))
+    import cpu_kinds
+
+    return cpu_kinds.environment(level)
+
+
+def torch_code_levels() -> str:
+    """The code torch's CPU device runs: ATen's kernels, and what forced oneDNN and OpenBLAS down."""
+    forced = [f"{name}={os.environ[name]}" for name in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
+              if name in os.environ]
+    return f"ATen {torch.backends.cpu.get_cpu_capability()}" + (f" ({', '.join(forced)})" if forced else "")
+
+
 def simd_in_use() -> str:
     """The level the device's kernels run at (TORCH_NEURONX_SIMD may lower the CPU's)."""
     import torch_neuronx
@@ -296,7 +312,7 @@ def environment_lines() -> List[str]:
         f"torch {torch.__version__}, CPU {model}, {os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}, "
         f"OpenBLAS core {openblas_core()} (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}), "
         f"neuron devices {torch.neuron.device_count()}",
-        f"CPU features {cpu_features()}; device kernels' SIMD level {simd_in_use()}; "
+        f"CPU features {cpu_features()}; device kernels' SIMD level {simd_in_use()}; torch's {torch_code_levels()}; "
         f"last-level cache {last_level_cache_bytes() / MiB:.0f} MiB",
         f"torch_neuronx at git {rev}, _C built {built}",
         f"load average at start: {load}",
