@@ -115,7 +115,21 @@ __attribute__((target("avx2"))) void copyBypassingCaches(char* dst, const char* 
   _mm_sfence();
 }
 
+// A DMA with dst_rmw_op=add: dst = dst + src, summed in fp32 and rounded to dst's dtype.
+void addInto(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    float* sum = scratch(0, n);
+    float* row = scratch(1, n);
+    loadRow(b.at(b.dst, b.dst_type, o[0]), innerStride(b.in.dst) * byteSize(b.dst_type), n, b.dst_type, sum);
+    b.loadInput(0, o[1], row);
+    for (int64_t j = 0; j < n; ++j) sum[j] += row[j];
+    b.storeDst(sum, o[0]);
+  });
+}
+
 void copy(const Bound& b) {
+  if (b.in.accumulate) return addInto(b);
   const int64_t n = inner(b.in.dst);
   const Access& src = b.in.inputs[0];
   const bool raw = b.dst_type == b.input_types[0] && innerStride(b.in.dst) == 1 && innerStride(src) == 1;

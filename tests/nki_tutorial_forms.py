@@ -315,6 +315,41 @@ def scatter_rows(rows, ids, height):
     return out
 
 
+@nki.jit
+def added_by_dma(a, b):
+    """out = a + b, the add done by the DMA that writes b's tile into out (dst_rmw_op=nl.add)."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=a)
+    tile = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=b)
+    nisa.dma_copy(dst=out, src=tile, dst_rmw_op=nl.add)
+    return out
+
+
+@nki.jit
+def scatter_added_rows(rows, ids, height):
+    """out[ids[i]] += rows[i] from zeros, repeated ids summing (an embedding's gradient): an indirect DMA
+    with dst_rmw_op=nl.add."""
+    count, width = rows.shape
+    out = nl.ndarray((height, width), dtype=rows.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=nl.zeros((height, width), dtype=rows.dtype))
+    index = nl.ndarray((count, 1), dtype=ids.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=index, src=ids.reshape((count, 1)))
+    tile = nl.ndarray((count, width), dtype=rows.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=rows)
+    nisa.dma_copy(dst=out.ap([[width, count], [1, width]], offset=0, vector_offset=index, indirect_dim=0),
+                  src=tile, dst_rmw_op=nl.add)
+    return out
+
+
+@nki.jit
+def dma_with_rmw_op(a, op):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=a)
+    nisa.dma_copy(dst=out, src=a, dst_rmw_op=op)
+    return out
+
+
 @beta.jit
 def columns_as_axes(x, axes):
     """x [4, 16] read through an access pattern of `axes` axes: the column index spread over free axes of

@@ -137,6 +137,37 @@ def test_indirect_dma_scatters_rows_into_its_destination():
     assert torch.equal(forms.scatter_rows(neuron(rows), neuron(ids), 10).cpu(), want)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dma_read_modify_write_adds(dtype):
+    # The sum is taken in fp32 and rounded once to dst's dtype: the same bits as torch's add.
+    torch.manual_seed(21)
+    a, b = torch.randn(128, 96).to(dtype), torch.randn(128, 96).to(dtype)
+    assert torch.equal(forms.added_by_dma(neuron(a), neuron(b)).cpu(), a + b)
+    # The cost model: a, b and out's tile moved once each, the adding DMA reading out before it writes.
+    from torch_neuronx.nki.kernel import PROGRAMS
+    from torch_neuronx.nki import cost_model
+    program = next(p for p in reversed(PROGRAMS) if p.encoded["kernel"] == "added_by_dma")
+    assert cost_model.predict(program.encoded, 3).dma_bytes == 4 * a.numel() * a.element_size()
+
+
+def test_indirect_dma_scatter_adds_repeated_rows():
+    torch.manual_seed(22)
+    rows = torch.randn(6, 16)
+    ids = torch.tensor([3, 0, 3, 7, 3, 0], dtype=torch.int32)
+    want = torch.zeros(8, 16).index_add_(0, ids.long(), rows)
+    torch.testing.assert_close(forms.scatter_added_rows(neuron(rows), neuron(ids), 8).cpu(), want,
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_dma_read_modify_write_refuses_what_the_hardware_lacks():
+    x = torch.ones(4, 8)
+    with pytest.raises(NkiError, match="read-modify-write supports nl.add only"):
+        forms.dma_with_rmw_op(neuron(x), forms.nl.multiply)
+    with pytest.raises(NkiError, match="adds into float32, bfloat16 and float16 tensors"):
+        forms.dma_with_rmw_op(neuron(torch.ones(4, 8, dtype=torch.int32)), forms.nl.add)
+    assert torch.equal(forms.dma_with_rmw_op(neuron(x), forms.nl.add).cpu(), 2 * x)
+
+
 def test_indirect_dma_out_of_bounds_raises_or_skips():
     table = torch.arange(10 * 4, dtype=torch.float32).reshape(10, 4)
     ids = torch.tensor([2, 10, 5], dtype=torch.int32)  # 10 is one past the table

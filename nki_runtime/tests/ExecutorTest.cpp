@@ -292,3 +292,33 @@ TEST(Executor, IndirectDmaScattersRowsToIndexedRows) {
   Executor(b.program()).run({values.data(), where.data(), result.data()});
   EXPECT_EQ(result, (std::vector<float>{3, 4, 0, 0, 5, 6, 1, 2}));
 }
+
+TEST(Executor, DmaReadModifyWriteAddsIntoItsDestination) {
+  // dst_rmw_op=add: a bf16 tile added twice into an fp32 destination (1 + 2^-8 + 2^-8 = 1 + 2^-7 exactly).
+  ProgramBuilder b;
+  const int in = b.argument({1, 3}), out = b.argument({1, 3});
+  const int t = b.tile(Memory::kSbuf, {1, 3}, Dtype::kBFloat16);
+  b.copy(whole(t, {1, 3}), whole(in, {1, 3}));
+  b.copy(whole(out, {1, 3}), whole(t, {1, 3})).accumulate = true;
+  b.copy(whole(out, {1, 3}), whole(t, {1, 3})).accumulate = true;
+  std::vector<float> x = {std::ldexp(1.f, -8), 2.f, -0.5f}, y = {1.f, 10.f, 0.25f};
+  Executor(b.program()).run({x.data(), y.data()});
+  EXPECT_EQ(y, (std::vector<float>{1.f + std::ldexp(1.f, -7), 14.f, -0.75f}));
+}
+
+TEST(Executor, IndirectScatterWithAddSumsRepeatedIndices) {
+  ProgramBuilder b;
+  const int rows = b.argument({4, 2}), ids = b.argument({4, 1}, Dtype::kInt32), out = b.argument({3, 2});
+  const int index = b.tile(Memory::kSbuf, {4, 1}, Dtype::kInt32), tile = b.tile(Memory::kSbuf, {4, 2});
+  b.copy(whole(index, {4, 1}), whole(ids, {4, 1}));
+  b.copy(whole(tile, {4, 2}), whole(rows, {4, 2}));
+  Instruction& scatter = b.copy(view(out, 0, {{1, 2}, {2, 1}}), whole(tile, {4, 2}));
+  scatter.inputs.push_back(whole(index, {4, 1}));
+  scatter.indirect = true;
+  scatter.indirect_destination = true;
+  scatter.accumulate = true;
+  std::vector<float> values = {1, 2, 3, 4, 5, 6, 7, 8}, result = {100, 200, 0, 0, 0, 0};
+  std::vector<int32_t> where = {2, 0, 2, 2};
+  Executor(b.program()).run({values.data(), where.data(), result.data()});
+  EXPECT_EQ(result, (std::vector<float>{103, 204, 0, 0, 13, 16}));
+}

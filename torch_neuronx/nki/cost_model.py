@@ -156,6 +156,8 @@ def predict(encoded: dict, version: int = 3) -> Prediction:
         dst = ins["dst"]
         if engine == "dma":
             nbytes = _elements(dst) * BYTES[dtypes[dst[0]]]
+            if ins["accumulate"]:  # dst_rmw_op: the engine reads what dst holds before it writes
+                nbytes *= 2
             duration = (rates.dma_fixed_ns + nbytes / rates.dma_bytes_per_ns) * 1e-9
             dma_bytes += nbytes
         else:

@@ -80,7 +80,7 @@ class oob_mode:  # noqa: N801
     error, skip = "error", "skip"
 
 
-def _indirect_copy(dst: View, src: View, oob, mask) -> None:
+def _indirect_copy(dst: View, src: View, oob, mask, accumulate: bool) -> None:
     """A gather (indirect src) or a scatter (indirect dst): the indirect side becomes the pattern of one row
     along its indirect axis, which the index tile moves as the program runs."""
     scatter = dst.indirect is not None
@@ -96,20 +96,36 @@ def _indirect_copy(dst: View, src: View, oob, mask) -> None:
     row = View(addressed.decl, addressed.offset, addressed.sizes[:dim] + (1,) + addressed.sizes[dim + 1:],
                addressed.strides)
     _emit("dma_copy", "dma", row if scatter else dst, (src if scatter else row, index), mask, indirect=True,
-          indirect_dim=dim, indirect_dst=scatter, skip_oob=oob == oob_mode.skip)
+          indirect_dim=dim, indirect_dst=scatter, skip_oob=oob == oob_mode.skip, accumulate=accumulate)
 
 
 def dma_copy(dst: View, src: View, mask=None, dst_rmw_op=None, oob_mode=None, **_) -> None:
-    if dst_rmw_op is not None:
-        raise current().error("dma_copy with dst_rmw_op is not supported by this emulator yet")
+    accumulate = _read_modify_write(dst, dst_rmw_op, oob_mode)
     if dst.indirect is not None and src.indirect is not None:
         raise current().error("dma_copy: an indirect source and an indirect destination at once")
     if dst.indirect is not None or src.indirect is not None:
-        return _indirect_copy(dst, src, oob_mode, mask)
+        return _indirect_copy(dst, src, oob_mode, mask, accumulate)
     d, s = nl._same_shape(dst, src)
     if d is None:
         raise current().error(f"dma_copy: {src!r} and {dst!r} differ in shape")
-    _emit("dma_copy", "dma", d, (s,), mask)
+    _emit("dma_copy", "dma", d, (s,), mask, accumulate=accumulate)
+
+
+def _read_modify_write(dst: View, op, oob) -> bool:
+    """dst_rmw_op: the DMA adds the source to what dst holds (nl.add is the only operation AWS documents;
+    a scatter with repeated indices adds every row that lands on one). Sums are taken in fp32 and rounded to
+    dst's dtype, so dst must be a floating-point tensor here."""
+    if op is None:
+        return False
+    if alu_of(op) != "add":
+        raise current().error(f"dma_copy: dst_rmw_op={getattr(op, '__name__', op)!r}; the DMA engines' "
+                              "read-modify-write supports nl.add only")
+    if oob == oob_mode.skip:
+        raise current().error("dma_copy: dst_rmw_op takes oob_mode=error only")
+    if dst.dtype not in ("float32", "bfloat16", "float16"):
+        raise current().error(f"dma_copy: dst_rmw_op=nl.add into {dst!r}: this emulator adds into float32, "
+                              "bfloat16 and float16 tensors")
+    return True
 
 
 class dge_mode:  # noqa: N801
