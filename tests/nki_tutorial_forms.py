@@ -350,6 +350,36 @@ def dma_with_rmw_op(a, op):
     return out
 
 
+@nki.jit
+def read_as(x, dtype, columns):
+    """x's bytes read as `dtype` through an access pattern (`.ap(dtype=...)`), [rows, columns] of them."""
+    rows = x.shape[0]
+    out = nl.ndarray((rows, columns), dtype=dtype, buffer=nl.shared_hbm)
+    tile = nl.ndarray((rows, columns), dtype=dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x.ap([[columns, rows], [1, columns]], offset=0, dtype=dtype))
+    nisa.dma_copy(dst=out, src=tile)
+    return out
+
+
+@nki.jit
+def written_as(x):
+    """fp32 x copied into a bf16-declared output through the output's bytes seen as fp32."""
+    rows, columns = x.shape
+    out = nl.ndarray((rows, 2 * columns), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    tile = nl.ndarray((rows, columns), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x)
+    nisa.dma_copy(dst=out.ap([[columns, rows], [1, columns]], offset=0, dtype=nl.float32), src=tile)
+    return out
+
+
+@nki.jit
+def tile_read_as(x):
+    tile = nl.load(x)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=tile.ap([[x.shape[1], x.shape[0]], [1, x.shape[1]]], dtype=nl.int32))
+    return out
+
+
 @beta.jit
 def columns_as_axes(x, axes):
     """x [4, 16] read through an access pattern of `axes` axes: the column index spread over free axes of

@@ -168,6 +168,21 @@ def test_dma_read_modify_write_refuses_what_the_hardware_lacks():
     assert torch.equal(forms.dma_with_rmw_op(neuron(x), forms.nl.add).cpu(), 2 * x)
 
 
+def test_access_patterns_read_and_write_other_dtypes():
+    # `.ap(dtype=...)` sees an HBM tensor's bytes as another dtype: torch's Tensor.view(dtype) is the reference.
+    torch.manual_seed(23)
+    x = torch.randn(4, 8)
+    assert torch.equal(forms.read_as(neuron(x), forms.nl.bfloat16, 16).cpu(), x.view(torch.bfloat16))
+    assert torch.equal(forms.read_as(neuron(x), forms.nl.int32, 8).cpu(), x.view(torch.int32))
+    halves = torch.randn(4, 16).to(torch.bfloat16)
+    assert torch.equal(forms.read_as(neuron(halves), forms.nl.float32, 8).cpu(), halves.view(torch.float32))
+    assert torch.equal(forms.written_as(neuron(x)).cpu(), x.view(torch.bfloat16))
+    with pytest.raises(NkiError, match="not on-chip tiles"):
+        forms.tile_read_as(neuron(x))
+    with pytest.raises(NkiError, match="do not split into whole float32 elements"):
+        forms.read_as(neuron(torch.zeros(3, 3, dtype=torch.bfloat16)), forms.nl.float32, 1)
+
+
 def test_indirect_dma_out_of_bounds_raises_or_skips():
     table = torch.arange(10 * 4, dtype=torch.float32).reshape(10, 4)
     ids = torch.tensor([2, 10, 5], dtype=torch.int32)  # 10 is one past the table

@@ -237,8 +237,8 @@ class View:
         tile of int32/uint32, one value per step of axis `indirect_dim`) the DMA reads step i of that axis at
         the tile's i-th value instead (an indirect DMA: a gather of rows chosen as the kernel runs)."""
         if dtype is not None and dtype_name(dtype) != self.dtype:
-            raise NkiError(f"{self!r}.ap(dtype={dtype}): reading a tensor as another dtype is not supported "
-                           "by this emulator yet")
+            return self._as_dtype(dtype_name(dtype)).ap(pattern, offset, vector_offset, indirect_dim,
+                                                         **unsupported)
         if unsupported:
             raise NkiError(f".ap({', '.join(sorted(unsupported))}=...) is not supported by this emulator yet")
         view = View(self.decl, self.offset + offset, [c for _, c in pattern], [s for s, _ in pattern])
@@ -247,6 +247,23 @@ class View:
                 raise NkiError(f"indirect_dim {indirect_dim} of a {view.ndim}-axis access pattern")
             view.indirect = (vector_offset, indirect_dim)
         return view
+
+    def _as_dtype(self, dtype: str) -> "View":
+        """The bytes of this HBM tensor as a flat tensor of `dtype` (`.ap(dtype=...)`), starting where this
+        view starts; the pattern and offset given with it count elements of `dtype`."""
+        decl = self.decl
+        if decl.memory != "hbm" or decl.argument < 0:
+            raise NkiError(f"{self!r}.ap(dtype={dtype}): only HBM arguments and outputs can be read as another "
+                           "dtype by this emulator yet, not on-chip tiles or HBM scratch tensors")
+        if dtype not in BYTES:
+            raise NkiError(f"{self!r}.ap(dtype={dtype}): no such dtype here")
+        total = _product(decl.shape) * BYTES[decl.dtype]
+        start = self.offset * BYTES[decl.dtype]
+        if total % BYTES[dtype] or start % BYTES[dtype]:
+            raise NkiError(f"{self!r}.ap(dtype={dtype}): its {total} bytes from byte {start} do not split into "
+                           f"whole {dtype} elements")
+        alias = current().alias_tensor(decl, dtype, total // BYTES[dtype])
+        return View(alias, start // BYTES[dtype], [alias.shape[0]], [1])
 
     def astype(self, dtype) -> "View":
         from . import language as nl
@@ -315,6 +332,7 @@ class Trace:
         self.shared: List[TensorDecl] = []  # shared_hbm tensors in allocation order (one set for all instances)
         self.constants: Dict[tuple, Tuple[TensorDecl, object]] = {}  # nl.shared_constant: data -> (tensor, values)
         self._shared_seen = 0
+        self.aliases: Dict[tuple, TensorDecl] = {}  # (HBM tensor id, dtype) -> its bytes as that dtype
         self.next_var = 0
         self.psum_written: Dict[int, List[Tuple[int, int]]] = {}
 
@@ -390,6 +408,17 @@ class Trace:
             self.tensors.append(decl)
             self.constants[key] = (decl, values)
         return self.constants[key][0]
+
+    def alias_tensor(self, decl: TensorDecl, dtype: str, elements: int) -> TensorDecl:
+        """HBM argument `decl`'s memory as a flat tensor of `dtype` (one per argument and dtype): the call
+        passes the same buffer for both."""
+        key = (decl.id, dtype)
+        if key not in self.aliases:
+            alias = TensorDecl(len(self.tensors), f"{decl.name}_as_{dtype}", "hbm", dtype, (elements,),
+                               decl.argument, self.line())
+            self.tensors.append(alias)
+            self.aliases[key] = alias
+        return self.aliases[key]
 
     def argument_tensor(self, dtype: str, shape: Sequence[int], name: str) -> TensorDecl:
         decl = TensorDecl(len(self.tensors), name, "hbm", dtype, tuple(shape), self.arguments, 0)
