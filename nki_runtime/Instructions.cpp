@@ -129,7 +129,7 @@ void addInto(const Bound& b) {
 }
 
 void copy(const Bound& b) {
-  if (b.in.accumulate) return addInto(b);
+  if (b.in.accumulate && b.in.opcode == Opcode::kDmaCopy) return addInto(b);
   const int64_t n = inner(b.in.dst);
   const Access& src = b.in.inputs[0];
   const bool raw = b.dst_type == b.input_types[0] && innerStride(b.in.dst) == 1 && innerStride(src) == 1;

@@ -380,6 +380,36 @@ def tile_read_as(x):
     return out
 
 
+@nki.jit
+def exp_sums_carried(x):
+    """Per row, the sum of exp over x's three [128, 512] blocks, summed in the Scalar engine's registers
+    across the three activations (reset, then reduce), read out after the last."""
+    out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    sums = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf), op=nl.exp,
+                    data=nl.load(x[0:128, :]), reduce_cmd=nisa.reduce_cmd.reset)
+    for t in nl.sequential_range(3):  # each step writes `sums`: in order
+        activated = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=activated, op=nl.exp, data=nl.load(x[t * 128:(t + 1) * 128, :]), reduce_op=nl.add,
+                        reduce_res=sums, reduce_cmd=nisa.reduce_cmd.reduce)
+    nl.store(out, value=sums)
+    return out
+
+
+@nki.jit
+def max_carried(x):
+    """Per row, the maximum of 2 * x over its two [128, 512] blocks: tensor_scalar_reduce starting the
+    Vector engine's registers (reset_reduce), then adding the second block's maximum to them (reduce)."""
+    out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    best = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    for t, command in ((0, nisa.reduce_cmd.reset_reduce), (1, nisa.reduce_cmd.reduce)):
+        doubled = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(dst=doubled, data=nl.load(x[t * 128:(t + 1) * 128, :]), op0=nl.multiply,
+                                  operand0=2.0, reduce_op=nl.maximum, reduce_res=best, reduce_cmd=command)
+    nl.store(out, value=best)
+    return out
+
+
 @beta.jit
 def columns_as_axes(x, axes):
     """x [4, 16] read through an access pattern of `axes` axes: the column index spread over free axes of

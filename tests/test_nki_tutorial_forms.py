@@ -183,6 +183,18 @@ def test_access_patterns_read_and_write_other_dtypes():
         forms.read_as(neuron(torch.zeros(3, 3, dtype=torch.bfloat16)), forms.nl.float32, 1)
 
 
+def test_side_reductions_carry_their_registers_across_instructions():
+    torch.manual_seed(24)
+    x = torch.randn(3 * 128, 512)
+    want = x.exp().view(3, 128, 512).sum(dim=(0, 2)).unsqueeze(1)
+    torch.testing.assert_close(forms.exp_sums_carried(neuron(x)).cpu(), want, rtol=1e-5, atol=1e-3)
+    y = torch.randn(2 * 128, 512)
+    want = (2 * y).view(2, 128, 512).amax(dim=(0, 2)).unsqueeze(1)
+    assert torch.equal(forms.max_carried(neuron(y)).cpu(), want)
+    # reduce before any reset reads registers nothing wrote: the NaN sentinel of a fresh tile.
+    assert forms.carried_reduce_cmd(neuron(torch.zeros(128, 512))).cpu().isnan().all()
+
+
 def test_indirect_dma_out_of_bounds_raises_or_skips():
     table = torch.arange(10 * 4, dtype=torch.float32).reshape(10, 4)
     ids = torch.tensor([2, 10, 5], dtype=torch.int32)  # 10 is one past the table
@@ -234,7 +246,6 @@ def test_benchmark_reports_the_predicted_neuroncore_latency():
 @pytest.mark.parametrize("kernel, message", [
     (forms.placed_past_sbuf, "past the 229376 bytes of a partition"),
     (forms.nine_psum_blocks, "need 9 banks"),
-    (forms.carried_reduce_cmd, "reduce_cmd='reduce'"),
     (forms.gather_by_float_index, "vector_offset must be an SBUF tile of int32 or uint32"),
 ])
 def test_tutorial_forms_keep_the_hardware_limits(kernel, message):

@@ -20,19 +20,41 @@ tensor_engine, vector_engine, scalar_engine, gpsimd_engine, unknown_engine = \
 
 
 class reduce_cmd:  # noqa: N801
-    """What an instruction's side reduction does with its accumulator (activation, tensor_scalar_reduce)."""
-    idle, reset, reduce, reset_reduce = "idle", "reset", "reduce", "reset_reduce"
+    """What an instruction's side reduction does with its engine's accumulator registers (activation on the
+    Scalar engine, tensor_scalar_reduce on the Vector engine): one fp32 register per partition."""
+    idle, reset, reduce, reset_reduce, load_reduce = "idle", "reset", "reduce", "reset_reduce", "load_reduce"
 
 
-def _side_reduction(command) -> bool:
-    """Whether an instruction's reduce_res is written: reset_reduce (the default) starts a new sum; carrying
-    an accumulator across instructions (reduce, reset) is not emulated and says so."""
-    if command in (None, reduce_cmd.reset_reduce):
-        return True
+def _side_reduction(engine: str, dst: View, op, reduce_res: Optional[View], command) -> None:
+    """The side reduction of an instruction that wrote `dst`: dst's free axes reduced with `op` into the
+    engine's registers as `command` says (reset_reduce, the default, starts anew; reduce combines with what
+    the registers hold, across instructions and loop iterations; reset only zeroes them; idle leaves them
+    and writes nothing), then copied to `reduce_res`. The registers are a hidden SBUF tile of the kernel:
+    read before any reset they hold the NaN sentinel, as a fresh tile does."""
+    command = reduce_cmd.reset_reduce if command is None else command
     if command == reduce_cmd.idle:
-        return False
-    raise current().error(f"reduce_cmd={command!r} (an accumulator carried across instructions) is not "
-                          "supported by this emulator yet; reset_reduce and idle are")
+        return
+    if command == reduce_cmd.load_reduce:
+        raise current().error("reduce_cmd=load_reduce is not supported by this emulator yet")
+    if command not in (reduce_cmd.reset, reduce_cmd.reduce, reduce_cmd.reset_reduce):
+        raise current().error(f"reduce_cmd={command!r}: expected idle, reset, reduce or reset_reduce")
+    trace = current()
+    registers = trace.reduce_registers(engine)
+    lanes = View(registers.decl, 0, [dst.shape[0], 1], registers.strides)
+    axes = tuple(range(1, dst.ndim))
+    if command == reduce_cmd.reset:
+        memset(registers, 0.0)
+    elif command == reduce_cmd.reset_reduce:
+        tensor_reduce(lanes, op, dst, axis=axes, keepdims=True)
+    else:
+        partial = nl.ndarray((dst.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        tensor_reduce(partial, op, dst, axis=axes, keepdims=True)
+        _emit("tensor_tensor", "vector", lanes, (lanes, partial), None, op0=alu_of(op))
+    # The engine orders its own register updates, each within one instruction on the hardware: they are
+    # left out of the affine_range dependency check, as accumulations are.
+    trace.instructions[-1]["accumulate"] = True
+    if reduce_res is not None and command != reduce_cmd.reset:
+        tensor_copy(reduce_res, lanes)
 
 
 class nc_version:  # noqa: N801
@@ -212,8 +234,7 @@ def tensor_scalar_reduce(dst: View, data: View, op0, operand0, reduce_op, reduce
                          engine=None, mask=None, reduce_cmd=None, **_) -> None:
     """dst = data op0 operand0, and reduce_res = reduce_op over dst's free axes (Vector engine)."""
     tensor_scalar(dst, data, op0, operand0, reverse0=reverse0, engine=engine, mask=mask)
-    if _side_reduction(reduce_cmd):
-        tensor_reduce(reduce_res, reduce_op, dst, axis=tuple(range(1, dst.ndim)), keepdims=True)
+    _side_reduction("vector", dst, reduce_op, reduce_res, reduce_cmd)
 
 
 def tensor_reduce(dst: View, op, data: View, axis, negate: bool = False, keepdims: bool = False, mask=None,
@@ -246,8 +267,8 @@ def activation(dst: View, op, data: View, bias=None, scale=1.0, reduce_op=None, 
     bias_operand = _operand(bias, inputs, data) if bias is not None else (-1, 0.0)
     _emit("activation", "scalar", dst, inputs, mask, function=function_of(op), operand0=scale_operand,
           operand1=bias_operand)
-    if reduce_res is not None and _side_reduction(reduce_cmd):
-        tensor_reduce(reduce_res, reduce_op or nl.add, dst, axis=tuple(range(1, dst.ndim)), keepdims=True)
+    if reduce_res is not None or reduce_cmd not in (None, "idle"):
+        _side_reduction("scalar", dst, reduce_op or nl.add, reduce_res, reduce_cmd)
 
 
 def activation_reduce(dst: View, op, data: View, reduce_op, reduce_res: View, bias=None, scale=1.0, **kw) -> None:

@@ -333,6 +333,7 @@ class Trace:
         self.constants: Dict[tuple, Tuple[TensorDecl, object]] = {}  # nl.shared_constant: data -> (tensor, values)
         self._shared_seen = 0
         self.aliases: Dict[tuple, TensorDecl] = {}  # (HBM tensor id, dtype) -> its bytes as that dtype
+        self.registers: Dict[str, TensorDecl] = {}  # engine -> its reduce_cmd accumulator registers
         self.next_var = 0
         self.psum_written: Dict[int, List[Tuple[int, int]]] = {}
 
@@ -419,6 +420,14 @@ class Trace:
             self.tensors.append(alias)
             self.aliases[key] = alias
         return self.aliases[key]
+
+    def reduce_registers(self, engine: str) -> "View":
+        """The accumulator registers of `engine`'s side reductions (reduce_cmd): one fp32 per partition, a
+        hidden [128, 1] SBUF tile of the kernel."""
+        if engine not in self.registers:
+            self.registers[engine] = self.new_tensor("sbuf", "float32", (128, 1), f"{engine}_reduce_registers")
+        decl = self.registers[engine]
+        return View(decl, 0, decl.shape, decl.strides())
 
     def argument_tensor(self, dtype: str, shape: Sequence[int], name: str) -> TensorDecl:
         decl = TensorDecl(len(self.tensors), name, "hbm", dtype, tuple(shape), self.arguments, 0)
