@@ -252,6 +252,11 @@ def test_decode_products_into_out(dtype, batch):
     torch.bmm(on_neuron, on_neuron.transpose(1, 2), out=on_neuron[:, :, :64])
     close(on_neuron[:, :, :64], (gram @ gram.transpose(1, 2)).to(dtype), **tol)
     assert torch.equal(on_neuron[:, :, 64:].cpu(), stack[:, :, 64:])
+    # An out= of another dtype is refused as on CPU, not cast into.
+    buffer = square.to(N)
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+        torch.mm(buffer[:batch], buffer.t(), out=buffer.view(torch.int16)[:batch])
+    assert torch.equal(buffer.cpu(), square)
 
 
 def test_one_row_linear_bf16_from_many_threads():

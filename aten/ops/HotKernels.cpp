@@ -77,6 +77,8 @@ NEURON_PLAIN_BINARY_OP(div, "aten::div")
 // overwritten while the GEMM's threads still read it, and the answer would hang
 // on their timing: the product is made from the inputs as they are, then stored.
 at::Tensor& storeProduct(const at::Tensor& product, at::Tensor& alias, at::Tensor& out) {
+  TORCH_CHECK(alias.scalar_type() == product.scalar_type(), "Expected out tensor to have dtype ",
+              product.scalar_type(), ", but got ", alias.scalar_type(), " instead");
   at::native::resize_output(alias, product.sizes());
   alias.copy_(product);
   syncFromAlias(alias, out);
