@@ -10,7 +10,6 @@
 #include "aten/kernels/AmxBf16.h"
 #include "aten/kernels/FewRowsGemm.h"
 #include "aten/kernels/RowTimesMatrix.h"
-#include "aten/ops/CpuAlias.h"
 
 namespace torch_neuronx {
 namespace {
@@ -93,8 +92,6 @@ bool decodeProductInto(const at::Tensor& left, const at::Tensor& right, const at
       out.size(0) != left.size(0) || out.size(1) != right.size(1) || !out.is_contiguous()) {
     return false;
   }
-  // The kernels read the inputs while writing `out`: an `out` over an input is the caller's to handle.
-  if (sharesMemory(out, {left, right, bias})) return false;
   run(kernel, left, right, bias, out);
   return true;
 }

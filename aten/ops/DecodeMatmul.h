@@ -22,7 +22,9 @@ std::optional<at::Tensor> decodeProduct(const at::Tensor& left, const at::Tensor
 
 // The same product written into `out` (the out= variants Inductor's generated
 // code calls); false, with `out` untouched, when the shapes are not these or
-// `out` is not a contiguous [M, N] of the inputs' dtype.
+// `out` is not a contiguous [M, N] of the inputs' dtype. The kernels read the
+// inputs while they write: `out` must not share memory with them (the callers
+// in HotKernels.cpp take such calls elsewhere first, sharesMemory()).
 bool decodeProductInto(const at::Tensor& left, const at::Tensor& right, const at::Tensor& bias, at::Tensor& out);
 
 }  // namespace torch_neuronx

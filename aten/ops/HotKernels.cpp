@@ -147,7 +147,9 @@ at::Tensor& addmmOut(const at::Tensor& self, const at::Tensor& mat1, const at::T
   KernelMemoryScope scope(deviceOf("aten::addmm.out", self, mat1, mat2, out));
   checkWritten("aten::addmm.out", out);
   at::Tensor alias = cpuAlias(out), bias = cpuAlias(self), left = cpuAlias(mat1), right = cpuAlias(mat2);
-  if (sharesMemory(alias, {bias, left, right})) return storeProduct(hostAddmm(bias, left, right, beta, alpha), alias, out);
+  if (sharesMemory(alias, {bias, left, right})) {
+    return storeProduct(hostAddmm(bias, left, right, beta, alpha), alias, out);
+  }
   if (beta.equal(1) && alpha.equal(1) && decodeProductInto(left, right, bias, alias)) return out;
   at::cpu::addmm_out(alias, bias, left, right, beta, alpha);
   syncFromAlias(alias, out);
