@@ -40,29 +40,26 @@ __attribute__((target("avx2"))) inline float horizontalSum(__m256 v) {
   return _mm_cvtss_f32(_mm_hadd_ps(half, half));
 }
 
-// Prefetches the next block of weight rows (the W rows after these) at the place this block reads
-// its own: at 4-8 left rows the product runs compute-bound stretches during which the hardware
-// prefetchers alone fall behind the memory (8 fp32 rows on AVX-512: 67 -> 53 ms over 1.2 GB).
-template <int W, int kStepBytes>
-class NextBlock {
- public:
-  NextBlock(const void* first_row, int64_t row_bytes)
-      : next_(static_cast<const char*>(first_row) + W * row_bytes), row_bytes_(row_bytes) {}
-  void step() {
-    // Once per cache line: a prefetch per step of 16 or 32 bytes took load slots from the product
-    // (8 bf16 rows on AVX2 against a weight in cache: 60 -> 95 GFLOP/s on one core).
-    if (kStepBytes >= kLine || (reinterpret_cast<uintptr_t>(next_) & (kLine - 1)) < kStepBytes) {
-#pragma GCC unroll 4
-      for (int i = 0; i < W; ++i) _mm_prefetch(next_ + i * row_bytes_, _MM_HINT_T0);
-    }
-    next_ += kStepBytes;
-  }
+// The next block of weight rows (the W rows after these) is prefetched a cache line at a time, at the
+// place this block reads its own: at 4-8 left rows the product runs compute-bound stretches during
+// which the hardware prefetchers alone fall behind the memory (8 fp32 rows on AVX-512: 67 -> 53 ms
+// over 1.2 GB). The loops run a whole line of each weight row per iteration and prefetch there
+// unconditionally: a test per step whether a new line began cost a third of the multiply-adds' speed
+// (8 bf16 rows on AVX2 against a weight in cache: 58 -> 88 GFLOP/s on one core). A second pass over
+// the same block (AVX2's rest) reads it from L1 and prefetches nothing.
+constexpr int kLine = 64;
 
- private:
-  static constexpr uintptr_t kLine = 64;
-  const char* next_;
-  int64_t row_bytes_;
-};
+template <int W>
+inline void prefetchLine(const char* next, int64_t row_bytes) {
+#pragma GCC unroll 4
+  for (int i = 0; i < W; ++i) _mm_prefetch(next + i * row_bytes, _MM_HINT_T0);
+}
+
+// Values of T a step of `lanes` fp32 lanes reads, and steps per cache line of weight.
+template <typename T, int kLanes>
+constexpr int stepsPerLine() {
+  return std::max<int>(1, kLine / (kLanes * static_cast<int>(sizeof(T))));
+}
 
 template <int W, int R, typename T>
 void scalarTail(const T* const* w, const float* x, int64_t K, int64_t k, float* dots) {
@@ -73,51 +70,151 @@ void scalarTail(const T* const* w, const float* x, int64_t K, int64_t k, float* 
   }
 }
 
+// dots[a] = the sum of v[a]'s lanes, a < N. Sixteen vectors at a time are added pairwise while being
+// transposed (shuffles of 128-bit quarters, then of lanes), three instructions per vector instead of
+// the eight of a reduction each: a block of 3 x 8 accumulators reduced once per 768 values of K spent
+// a tenth of its time there.
+template <int N>
+__attribute__((target("avx512f"), always_inline)) inline void sumLanes(const __m512* v, float* dots) {
+  // After the tree, lane 4q + e holds the sum of vector 4e + q; this puts vector j in lane j.
+  const __m512i in_order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+#pragma GCC unroll 2
+  for (int g = 0; g < N; g += 16) {
+    __m512 x[16];
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) x[j] = g + j < N ? v[g + j] : _mm512_setzero_ps();
+    __m512 s[8], t[4], u[2];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {  // quarters 0+2 and 1+3 of x[2j] into the low half, of x[2j+1] the high
+      s[j] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * j], x[2 * j + 1], 0x44),
+                           _mm512_shuffle_f32x4(x[2 * j], x[2 * j + 1], 0xEE));
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {  // quarter q: 4 partial sums of x[4j + q]
+      t[j] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * j], s[2 * j + 1], 0x88),
+                           _mm512_shuffle_f32x4(s[2 * j], s[2 * j + 1], 0xDD));
+    }
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; ++j) {  // within each quarter: 2 partial sums of two vectors
+      u[j] = _mm512_add_ps(_mm512_shuffle_ps(t[2 * j], t[2 * j + 1], 0x44),
+                           _mm512_shuffle_ps(t[2 * j], t[2 * j + 1], 0xEE));
+    }
+    const __m512 sums = _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], 0x88), _mm512_shuffle_ps(u[0], u[1], 0xDD));
+    const __m512 ordered = _mm512_permutexvar_ps(in_order, sums);
+    if (g + 16 <= N) {
+      _mm512_storeu_ps(dots + g, ordered);
+    } else {
+      _mm512_mask_storeu_ps(dots + g, static_cast<__mmask16>((1u << (N - g)) - 1), ordered);
+    }
+  }
+}
+
+template <int W, int R, typename T>
+__attribute__((target("avx512f"), always_inline)) inline void stepAvx512(const T* const* w, const float* x, int64_t K,
+                                                                        int64_t k, __m512 (&acc)[W][R]) {
+  __m512 v[W];
+#pragma GCC unroll 4
+  for (int i = 0; i < W; ++i) v[i] = load16(w[i] + k);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m512 xr = _mm512_loadu_ps(x + r * K + k);
+#pragma GCC unroll 4
+    for (int i = 0; i < W; ++i) acc[i][r] = _mm512_fmadd_ps(v[i], xr, acc[i][r]);
+  }
+}
+
 template <int W, int R, typename T>
 __attribute__((target("avx512f"))) void blockAvx512(const T* const* w, const void* left, int64_t K, float* dots) {
+  const float* x = static_cast<const float*>(left);
+  // A step of bf16 reads half a line; prefetching twice per line costs less here than unrolling two
+  // steps, which leaves GCC too few of the 32 registers for 24 accumulators (register copies, reloads).
+  constexpr int kSteps = 1;
+  __m512 acc[W][R];
+#pragma GCC unroll 32
+  for (int a = 0; a < W * R; ++a) acc[a / R][a % R] = _mm512_setzero_ps();
+  const int64_t row_bytes = K * static_cast<int64_t>(sizeof(T));
+  const char* next = reinterpret_cast<const char*>(w[0]) + W * row_bytes;
+  int64_t k = 0;
+  for (; k + 16 * kSteps <= K; k += 16 * kSteps) {
+    prefetchLine<W>(next + k * static_cast<int64_t>(sizeof(T)), row_bytes);
+#pragma GCC unroll 4
+    for (int s = 0; s < kSteps; ++s) stepAvx512<W, R>(w, x, K, k + 16 * s, acc);
+  }
+  for (; k + 16 <= K; k += 16) stepAvx512<W, R>(w, x, K, k, acc);
+  sumLanes<W * R>(&acc[0][0], dots);
+  scalarTail<W, R>(w, x, K, k, dots);
+}
+
+// bf16 weights on AVX-512 without AVX512-BF16, K a multiple of 32: one load of 32 weights gives
+// the odd ones (the top halves of its 32-bit lanes, masked) and the even ones (shifted up), two
+// instructions per 32 weights where widening 16 at a time takes four, beside the multiply-adds on
+// the same two ports. The left rows come widened with each 32 values split the same way: the 16
+// even ones, then the 16 odd ones.
+template <int W, int R>
+__attribute__((target("avx512f"))) void blockAvx512EvenOdd(const c10::BFloat16* const* w, const void* left,
+                                                           int64_t K, float* dots) {
   const float* x = static_cast<const float*>(left);
   __m512 acc[W][R];
 #pragma GCC unroll 32
   for (int a = 0; a < W * R; ++a) acc[a / R][a % R] = _mm512_setzero_ps();
-  int64_t k = 0;
-  NextBlock<W, 16 * sizeof(T)> next(w[0], K * sizeof(T));
-  for (; k + 16 <= K; k += 16) {
-    next.step();
-    __m512 v[W];
+  const __m512i top_halves = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  const int64_t row_bytes = K * 2;
+  const char* next = reinterpret_cast<const char*>(w[0]) + W * row_bytes;
+  for (int64_t k = 0; k < K; k += 32) {  // 32 bf16: one cache line of each weight row
+    prefetchLine<W>(next + k * 2, row_bytes);
+    __m512 even[W], odd[W];
 #pragma GCC unroll 4
-    for (int i = 0; i < W; ++i) v[i] = load16(w[i] + k);
+    for (int i = 0; i < W; ++i) {
+      const __m512i raw = _mm512_loadu_si512(w[i] + k);
+      even[i] = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
+      odd[i] = _mm512_castsi512_ps(_mm512_and_si512(raw, top_halves));
+    }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512 xr = _mm512_loadu_ps(x + r * K + k);
 #pragma GCC unroll 4
-      for (int i = 0; i < W; ++i) acc[i][r] = _mm512_fmadd_ps(v[i], xr, acc[i][r]);
+      for (int i = 0; i < W; ++i) acc[i][r] = _mm512_fmadd_ps(even[i], xr, acc[i][r]);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 xr = _mm512_loadu_ps(x + r * K + k + 16);
+#pragma GCC unroll 4
+      for (int i = 0; i < W; ++i) acc[i][r] = _mm512_fmadd_ps(odd[i], xr, acc[i][r]);
     }
   }
-#pragma GCC unroll 32
-  for (int a = 0; a < W * R; ++a) dots[a] = _mm512_reduce_add_ps(acc[a / R][a % R]);
-  scalarTail<W, R>(w, x, K, k, dots);
+  sumLanes<W * R>(&acc[0][0], dots);
 }
 
 template <int W, int R, typename T>
+__attribute__((target("avx2,fma"), always_inline)) inline void stepAvx2(const T* const* w, const float* x, int64_t K,
+                                                                       int64_t k, __m256 (&acc)[W][R]) {
+  __m256 v[W];
+#pragma GCC unroll 4
+  for (int i = 0; i < W; ++i) v[i] = load8(w[i] + k);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m256 xr = _mm256_loadu_ps(x + r * K + k);
+#pragma GCC unroll 4
+    for (int i = 0; i < W; ++i) acc[i][r] = _mm256_fmadd_ps(v[i], xr, acc[i][r]);
+  }
+}
+
+template <int W, int R, typename T, bool kPrefetch = true>
 __attribute__((target("avx2,fma"))) void blockAvx2(const T* const* w, const void* left, int64_t K, float* dots) {
   const float* x = static_cast<const float*>(left);
+  constexpr int kSteps = stepsPerLine<T, 8>();
   __m256 acc[W][R];
 #pragma GCC unroll 16
   for (int a = 0; a < W * R; ++a) acc[a / R][a % R] = _mm256_setzero_ps();
+  const int64_t row_bytes = K * static_cast<int64_t>(sizeof(T));
+  const char* next = reinterpret_cast<const char*>(w[0]) + W * row_bytes;
   int64_t k = 0;
-  NextBlock<W, 8 * sizeof(T)> next(w[0], K * sizeof(T));
-  for (; k + 8 <= K; k += 8) {
-    next.step();
-    __m256 v[W];
+  for (; k + 8 * kSteps <= K; k += 8 * kSteps) {
+    if constexpr (kPrefetch) prefetchLine<W>(next + k * static_cast<int64_t>(sizeof(T)), row_bytes);
 #pragma GCC unroll 4
-    for (int i = 0; i < W; ++i) v[i] = load8(w[i] + k);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m256 xr = _mm256_loadu_ps(x + r * K + k);
-#pragma GCC unroll 4
-      for (int i = 0; i < W; ++i) acc[i][r] = _mm256_fmadd_ps(v[i], xr, acc[i][r]);
-    }
+    for (int s = 0; s < kSteps; ++s) stepAvx2<W, R>(w, x, K, k + 8 * s, acc);
   }
+  for (; k + 8 <= K; k += 8) stepAvx2<W, R>(w, x, K, k, acc);
 #pragma GCC unroll 32
   for (int a = 0; a < W * R; ++a) dots[a] = horizontalSum(acc[a / R][a % R]);
   scalarTail<W, R>(w, x, K, k, dots);
@@ -133,9 +230,10 @@ __attribute__((target("avx512f,avx512bf16"))) void blockBf16Pairs(const c10::BFl
   __m512 acc[W][R];
 #pragma GCC unroll 32
   for (int a = 0; a < W * R; ++a) acc[a / R][a % R] = _mm512_setzero_ps();
-  NextBlock<W, 64> next(w[0], K * 2);
-  for (int64_t k = 0; k < K; k += 32) {
-    next.step();
+  const int64_t row_bytes = K * 2;
+  const char* next = reinterpret_cast<const char*>(w[0]) + W * row_bytes;
+  for (int64_t k = 0; k < K; k += 32) {  // 32 bf16: one cache line of each weight row
+    prefetchLine<W>(next + k * 2, row_bytes);
     __m512bh v[W];
 #pragma GCC unroll 4
     for (int i = 0; i < W; ++i) v[i] = (__m512bh)_mm512_loadu_si512(w[i] + k);
@@ -146,8 +244,7 @@ __attribute__((target("avx512f,avx512bf16"))) void blockBf16Pairs(const c10::BFl
       for (int i = 0; i < W; ++i) acc[i][r] = _mm512_dpbf16_ps(acc[i][r], v[i], xr);
     }
   }
-#pragma GCC unroll 32
-  for (int a = 0; a < W * R; ++a) dots[a] = _mm512_reduce_add_ps(acc[a / R][a % R]);
+  sumLanes<W * R>(&acc[0][0], dots);
 }
 
 // A block of weight rows against the left rows [0, first_rows), then (if `rest`) against the others.
@@ -160,24 +257,32 @@ struct Block {
   int weight_rows = 0;
 };
 
+// How the left rows are handed to the block functions.
+enum class LeftRows {
+  kWidened,         // fp32, as they are
+  kBf16,            // bf16 as they are, for the AVX512-BF16 pair products
+  kWidenedEvenOdd,  // fp32, each 32 values as their 16 even ones then their 16 odd ones
+};
+
 template <typename T, int R>
-Block<T> blockFor(SimdLevel level, bool bf16_pairs) {
+Block<T> blockFor(SimdLevel level, LeftRows layout) {
+  constexpr int W512 = avx512WeightRows(R);
   if constexpr (std::is_same_v<T, c10::BFloat16>) {
-    if (bf16_pairs) return {&blockBf16Pairs<avx512WeightRows(R), R>, nullptr, R, avx512WeightRows(R)};
+    if (layout == LeftRows::kBf16) return {&blockBf16Pairs<W512, R>, nullptr, R, W512};
+    if (layout == LeftRows::kWidenedEvenOdd) return {&blockAvx512EvenOdd<W512, R>, nullptr, R, W512};
   }
-  if (level >= SimdLevel::kAvx512) return {&blockAvx512<avx512WeightRows(R), R, T>, nullptr, R, avx512WeightRows(R)};
+  if (level >= SimdLevel::kAvx512) return {&blockAvx512<W512, R, T>, nullptr, R, W512};
   if constexpr (R > kAvx2PassRows) {
     constexpr int W = avx2WeightRows(kAvx2PassRows);
-    return {&blockAvx2<W, kAvx2PassRows, T>, &blockAvx2<W, R - kAvx2PassRows, T>, kAvx2PassRows, W};
+    return {&blockAvx2<W, kAvx2PassRows, T>, &blockAvx2<W, R - kAvx2PassRows, T, false>, kAvx2PassRows, W};
   }
   return {&blockAvx2<avx2WeightRows(R), R, T>, nullptr, R, avx2WeightRows(R)};
 }
 
 template <typename T, std::size_t... Rs>
-Block<T> blockForRows(int rows, SimdLevel level, bool bf16_pairs, std::index_sequence<Rs...>) {
+Block<T> blockForRows(int rows, SimdLevel level, LeftRows layout, std::index_sequence<Rs...>) {
   Block<T> chosen;
-  ((rows == static_cast<int>(Rs) + 1 ? (chosen = blockFor<T, static_cast<int>(Rs) + 1>(level, bf16_pairs), 0) : 0),
-   ...);
+  ((rows == static_cast<int>(Rs) + 1 ? (chosen = blockFor<T, static_cast<int>(Rs) + 1>(level, layout), 0) : 0), ...);
   return chosen;
 }
 
@@ -209,22 +314,35 @@ template <typename T>
 void streamWeight(const T* left, int64_t left_stride, int64_t M, const T* weight, const T* bias, T* out, int64_t N,
                   int64_t K) {
   const SimdLevel level = simdLevel();
-  const bool bf16_pairs = std::is_same_v<T, c10::BFloat16> && level >= SimdLevel::kAvx512Bf16 && K % 32 == 0;
+  LeftRows layout = LeftRows::kWidened;
+  if (std::is_same_v<T, c10::BFloat16> && level >= SimdLevel::kAvx512 && K % 32 == 0) {
+    layout = level >= SimdLevel::kAvx512Bf16 ? LeftRows::kBf16 : LeftRows::kWidenedEvenOdd;
+  }
   const Block<T> block =
-      blockForRows<T>(static_cast<int>(M), level, bf16_pairs, std::make_index_sequence<kMaxLeftRows>{});
-  // Left rows packed once (a few KiB, cache-resident for the whole product):
-  // bf16 as they are for the pair products, else widened to fp32.
+      blockForRows<T>(static_cast<int>(M), level, layout, std::make_index_sequence<kMaxLeftRows>{});
+  // Left rows packed once (a few KiB, cache-resident for the whole product).
   std::vector<T> packed;
   std::vector<float> widened;
   const void* x = nullptr;
-  if (bf16_pairs) {
+  if (layout == LeftRows::kBf16) {
     packed.resize(M * K);
     for (int64_t m = 0; m < M; ++m) std::copy(left + m * left_stride, left + m * left_stride + K, &packed[m * K]);
     x = packed.data();
   } else {
     widened.resize(M * K);
     for (int64_t m = 0; m < M; ++m) {
-      for (int64_t k = 0; k < K; ++k) widened[m * K + k] = static_cast<float>(left[m * left_stride + k]);
+      const T* row = left + m * left_stride;
+      float* to = &widened[m * K];
+      if (layout == LeftRows::kWidenedEvenOdd) {
+        for (int64_t k = 0; k < K; k += 32) {
+          for (int j = 0; j < 16; ++j) {
+            to[k + j] = static_cast<float>(row[k + 2 * j]);
+            to[k + 16 + j] = static_cast<float>(row[k + 2 * j + 1]);
+          }
+        }
+      } else {
+        for (int64_t k = 0; k < K; ++k) to[k] = static_cast<float>(row[k]);
+      }
     }
     x = widened.data();
   }
