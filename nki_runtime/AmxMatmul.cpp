@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "runtime/AlignedVector.h"
 #include "runtime/SimdLevel.h"
 
 namespace nki {
@@ -139,8 +140,8 @@ bool hasAmxTiles() { return nrt::simdLevel() == nrt::SimdLevel::kAmx; }
 void multiplyBf16Amx(const uint16_t* s, int64_t s_rows, int64_t s_cols, const uint16_t* m, int64_t m_rows,
                      int64_t m_cols, float* out, int64_t out_rows, int64_t K, int64_t M, int64_t N) {
   const int64_t pairs_pad = roundUp((K + 1) / 2), rows_pad = roundUp(M), cols_pad = roundUp(N);
-  thread_local std::vector<uint32_t> a, b;
-  thread_local std::vector<float> padded;
+  thread_local nrt::AlignedVector<uint32_t> a, b;  // tile rows on cache lines
+  thread_local nrt::AlignedVector<float> padded;
   // Zeros only where tiles reach past the operands: packing writes every other element.
   const bool exact = rows_pad == M && cols_pad == N && pairs_pad * 2 == K;
   if (exact) {

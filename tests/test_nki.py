@@ -62,6 +62,16 @@ def test_matmul_steps_from_one_tile_to_blocked():
     assert dma_bytes("matmul_blocked") < dma_bytes("matmul_tiled")
 
 
+@pytest.mark.parametrize("K,M,N", [(128, 100, 512), (72, 100, 200), (128, 128, 512), (7, 33, 5), (128, 64, 96)])
+def test_one_bf16_matmul_of_any_tile_shape(K, M, N):
+    """One nc_matmul whose result rows split into bands across threads (the last one short) and whose
+    contraction and columns do not fill whole tiles of the host's tile unit: against an fp32 product."""
+    torch.manual_seed(K + M + N)
+    lhsT, rhs = torch.randn(K, M).to(torch.bfloat16), torch.randn(K, N).to(torch.bfloat16)
+    got = k.matmul_one_tile(neuron(lhsT), neuron(rhs))
+    torch.testing.assert_close(got.cpu(), (lhsT.float().T @ rhs.float()).to(torch.bfloat16), rtol=1e-2, atol=1e-2)
+
+
 def test_tiled_matmul_beta_api():
     torch.manual_seed(2)
     lhsT, rhs = torch.randn(512, 128), torch.randn(512, 512)

@@ -8,6 +8,7 @@
 
 #include "aten/kernels/RowParallel.h"
 #include "aten/kernels/WidenedSimd.h"
+#include "runtime/AlignedVector.h"
 
 namespace torch_neuronx {
 namespace {
@@ -36,9 +37,9 @@ TileConfig makeConfig() {
 }
 
 // Left rows packed as the tile unit reads its second operand: for each pair
-// of K, the 16 (zero-padded) rows' two values side by side.
-std::vector<c10::BFloat16> packLeft(const c10::BFloat16* left, int64_t left_stride, int64_t M, int64_t K) {
-  std::vector<c10::BFloat16> packed(static_cast<size_t>(K / 2) * kAmxRows * 2, c10::BFloat16(0.f));
+// of K, the 16 (zero-padded) rows' two values side by side; each tile row on a cache line.
+nrt::AlignedVector<c10::BFloat16> packLeft(const c10::BFloat16* left, int64_t left_stride, int64_t M, int64_t K) {
+  nrt::AlignedVector<c10::BFloat16> packed(static_cast<size_t>(K / 2) * kAmxRows * 2, c10::BFloat16(0.f));
   for (int64_t pair = 0; pair < K / 2; ++pair) {
     for (int64_t m = 0; m < M; ++m) {
       packed[(pair * kAmxRows + m) * 2] = left[m * left_stride + 2 * pair];
@@ -89,7 +90,7 @@ bool hasAmxBf16() { return simdLevel() == SimdLevel::kAmx; }
 
 void amxFewRowsTimesWeight(const c10::BFloat16* left, int64_t left_stride, int64_t M, const c10::BFloat16* weight,
                            const c10::BFloat16* bias, c10::BFloat16* out, int64_t N, int64_t K) {
-  const std::vector<c10::BFloat16> packed = packLeft(left, left_stride, M, K);
+  const nrt::AlignedVector<c10::BFloat16> packed = packLeft(left, left_stride, M, K);
   const int64_t blocks = N / kTileRows;
   // Chunks of at least 64 KiB of weight: smaller ones cost more to hand out than they take.
   const int64_t min_blocks = std::max<int64_t>(1, (int64_t{64} << 10) / (kTileRows * K * 2));
