@@ -2,6 +2,9 @@
 import nki
 import nki.isa as nisa
 import nki.language as nl
+import neuronxcc.nki as beta
+import neuronxcc.nki.isa as bisa
+import neuronxcc.nki.language as bnl
 
 
 @nki.jit
@@ -119,3 +122,19 @@ def affine_select_from_psum(x):
     nisa.memset(acc, 1.0)
     out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
     nisa.affine_select(out, [[1, x.shape[1]]], 0, 0, acc, 0.0)  # GpSimd reads SBUF only
+
+
+@beta.jit
+def predicate_as_mask(x):
+    out = bnl.ndarray(x.shape, dtype=x.dtype, buffer=bnl.shared_hbm)
+    i_p, i_f = bnl.arange(x.shape[0])[:, None], bnl.arange(x.shape[1])[None, :]
+    bnl.store(out[i_p, i_f], value=bnl.load(x[i_p, i_f]), mask=(i_f <= i_p))  # masks bound one variable each
+    return out
+
+
+@beta.jit
+def combined_predicates(x):
+    out = bnl.ndarray(x.shape, dtype=x.dtype, buffer=bnl.shared_hbm)
+    i_p, i_f = bnl.arange(x.shape[0])[:, None], bnl.arange(x.shape[1])[None, :]
+    bnl.store(out, value=bisa.affine_select((i_f <= i_p) & (i_f > 2), bnl.load(x), 0.0))
+    return out

@@ -345,6 +345,26 @@ def causal_mask(scores):
     return out
 
 
+@beta.jit
+def causal_mask_beta(scores):
+    """The beta API's affine_select: the predicate is a comparison of index expressions, key <= query."""
+    queries, keys = scores.shape
+    out = bnl.ndarray(scores.shape, dtype=scores.dtype, buffer=bnl.shared_hbm)
+    i_q, i_k = bnl.arange(queries)[:, None], bnl.arange(keys)[None, :]
+    masked = bisa.affine_select(i_k <= i_q, bnl.load(scores), -9984.0)
+    bnl.store(out, value=masked)
+    return out
+
+
+@beta.jit
+def affine_select_beta(x, offset):
+    """x [P, 4, 8] kept where 2 * p - 8 * a + b + offset > 0 (several variables on one side, over an mgrid)."""
+    out = bnl.ndarray(x.shape, dtype=x.dtype, buffer=bnl.shared_hbm)
+    i_p, i_a, i_b = bnl.mgrid[0:x.shape[0], 0:4, 0:8]
+    bnl.store(out, value=bisa.affine_select(2 * i_p - 8 * i_a + i_b + offset > 0, bnl.load(x), 0.5))
+    return out
+
+
 @nki.jit
 def affine_select_grid(x, offset, multiplier):
     """x [P, 4, 8] kept where offset + p * multiplier + 8 * a - b == 0 (a pattern over two free axes)."""

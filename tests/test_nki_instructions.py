@@ -106,6 +106,28 @@ def test_affine_select_is_a_causal_mask(dtype):
     assert torch.equal(k.causal_mask(neuron(x)).cpu(), expected)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_beta_affine_select_takes_a_predicate(dtype):
+    """The beta API's affine_select(pred, on_true_tile, on_false_value): the predicate a comparison of index
+    expressions (a causal mask; several variables over an mgrid), against torch.where."""
+    x = torch.randn(96, 130).to(dtype)
+    keep = torch.arange(130)[None, :] <= torch.arange(96)[:, None]
+    assert torch.equal(k.causal_mask_beta(neuron(x)).cpu(), torch.where(keep, x, torch.tensor(-9984.0, dtype=dtype)))
+    y = torch.randn(40, 4, 8).to(dtype)
+    p, a, b = torch.meshgrid(torch.arange(40), torch.arange(4), torch.arange(8), indexing="ij")
+    for offset in (0, -7):
+        keep = 2 * p - 8 * a + b + offset > 0
+        assert torch.equal(k.affine_select_beta(neuron(y), offset).cpu(), torch.where(keep, y, torch.tensor(0.5, dtype=dtype)))
+
+
+def test_beta_affine_select_predicate_errors():
+    x = neuron(torch.randn(16, 8))
+    with pytest.raises(NkiError, match="a comparison of several variables is a predicate for nisa.affine_select"):
+        bad.predicate_as_mask(x)
+    with pytest.raises(NkiError, match="cannot be combined with &"):
+        bad.combined_predicates(x)
+
+
 @pytest.mark.parametrize("offset, multiplier", [(0, 0), (-10, 2), (5, -1)])
 def test_affine_select_over_two_free_axes(offset, multiplier):
     x = torch.randn(40, 4, 8)

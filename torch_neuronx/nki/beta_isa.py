@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from . import isa
 from . import language as nl
-from .indexing import IndexExpr
+from .indexing import AffinePredicate, IndexExpr, Mask
 from .isa import (dge_mode, engine, get_nc_version, gpsimd_engine, nc_version, reduce_cmd,  # noqa: F401
                   scalar_engine, tensor_engine, unknown_engine, vector_engine)
-from .trace import FLOATS, View
+from .trace import FLOATS, View, current
 
 
 def _out(shape, dtype, like_dtype, buffer=nl.sbuf) -> View:
@@ -82,8 +82,9 @@ def memset(shape, value, dtype, mask=None, engine=None, **_) -> View:
     return out
 
 
-def iota(expr: IndexExpr, dtype, mask=None, **_) -> View:
-    """The values of an affine index expression of nl.arange / nl.mgrid, as a tile."""
+def _grid_coefficients(expr: IndexExpr):
+    """Sizes of the grid that an affine expression of nl.arange / nl.mgrid spans, and its coefficient per
+    grid axis (at least two axes: partitions and one free axis)."""
     variables = sorted(expr.variables.values(), key=lambda v: v.position)
     rank = max(v.rank for v in variables)
     sizes = [1] * rank
@@ -94,8 +95,34 @@ def iota(expr: IndexExpr, dtype, mask=None, **_) -> View:
         coefficients[position] += expr.terms.get(v.id, 0)
     if rank < 2:
         sizes, coefficients = sizes + [1], coefficients + [0.0]
+    return sizes, coefficients
+
+
+def iota(expr: IndexExpr, dtype, mask=None, **_) -> View:
+    """The values of an affine index expression of nl.arange / nl.mgrid, as a tile."""
+    sizes, coefficients = _grid_coefficients(expr)
     out = nl.ndarray(sizes, dtype)
     nl._emit("iota", "gpsimd", out, (), mask, coefficients=[expr.const] + coefficients)
+    return out
+
+
+def affine_select(pred, on_true_tile: View, on_false_value, mask=None, dtype=None, **_) -> View:
+    """on_true_tile where `pred` (a comparison of affine index expressions, `i_q >= i_k`) holds, else
+    on_false_value, evaluated per element on GpSimd: the current API's affine_select with the
+    expression's coefficients as its offset, channel multiplier and pattern."""
+    if isinstance(pred, Mask) and pred.predicate is not None:
+        pred = pred.predicate
+    if not isinstance(pred, AffinePredicate):
+        raise current().error("affine_select takes one comparison of affine index expressions (i_q >= i_k), "
+                                 f"not {type(pred).__name__}")
+    sizes, coefficients = _grid_coefficients(pred.expr)
+    if tuple(sizes) != tuple(on_true_tile.shape) and list(sizes) != [*on_true_tile.shape, 1]:
+        raise current().error(f"affine_select's predicate spans {tuple(sizes)}, its on_true_tile is "
+                                 f"{tuple(on_true_tile.shape)}: they must have the same shape")
+    out = _out(on_true_tile.shape, dtype, on_true_tile.dtype)
+    pattern = [[int(c), int(n)] for c, n in zip(coefficients[1:], sizes[1:])][:on_true_tile.ndim - 1]
+    isa.affine_select(out, pattern, int(pred.expr.const), int(coefficients[0]), on_true_tile, on_false_value,
+                      cmp_op=getattr(nl, pred.op), mask=mask)
     return out
 
 

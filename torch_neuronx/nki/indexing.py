@@ -68,18 +68,22 @@ class IndexExpr:
                          self.variables)
     __rmul__ = __mul__
 
-    def _compare(self, bound, strict_upper: bool, upper: bool) -> "Mask":
-        if len(self.terms) != 1:
-            raise NkiError("a mask compares one index variable (plus constants) with a bound")
+    def _compare(self, bound, strict_upper: bool, upper: bool):
+        """A Mask where one index variable meets a bound; else (an expression on both sides, several
+        variables, a negative coefficient) the AffinePredicate that nisa.affine_select takes."""
+        op = ("less" if strict_upper else "less_equal") if upper else ("greater" if strict_upper else "greater_equal")
+        predicate = AffinePredicate(self - bound, op)
+        if isinstance(bound, IndexExpr) or len(self.terms) != 1:
+            return predicate
         (var_id, coef), = self.terms.items()
         if coef <= 0:
-            raise NkiError("a mask's index variable must have a positive coefficient")
+            return predicate
         limit = int(bound) - self.const
         if upper:  # coef * v < limit  (or <=)
             hi = -(-limit // coef) if strict_upper else limit // coef + 1
-            return Mask({var_id: (0, hi)}, self._placement(var_id))
+            return Mask({var_id: (0, hi)}, self._placement(var_id), predicate)
         lo = limit // coef + 1 if strict_upper else -(-limit // coef)  # coef * v > limit (or >=)
-        return Mask({var_id: (lo, None)}, self._placement(var_id))
+        return Mask({var_id: (lo, None)}, self._placement(var_id), predicate)
 
     def _placement(self, var_id: int) -> Dict[int, Tuple[int, int]]:
         var = self.variables[var_id]
@@ -91,14 +95,32 @@ class IndexExpr:
     def __ge__(self, b): return self._compare(b, False, False)
 
 
+class AffinePredicate:
+    """`expr <op> 0` for an affine expression of index variables (op: less, less_equal, greater,
+    greater_equal): the predicate that the beta API's nisa.affine_select evaluates per element. Unlike a
+    Mask it may compare several variables (`i_q >= i_k`, a causal mask)."""
+
+    def __init__(self, expr: "IndexExpr", op: str):
+        self.expr, self.op = expr, op
+
+    def __and__(self, other):
+        raise NkiError("an affine_select predicate is one comparison: it cannot be combined with & "
+                       "(nl.where takes a computed condition)")
+    __rand__ = __and__
+
+
 class Mask:
     """Bounds on index variables: [lo, hi) each, combined with &."""
 
-    def __init__(self, ranges: Dict[int, Tuple[int, Optional[int]]], placements: Dict[int, Tuple[int, int]]):
+    def __init__(self, ranges: Dict[int, Tuple[int, Optional[int]]], placements: Dict[int, Tuple[int, int]],
+                 predicate: Optional[AffinePredicate] = None):
         self.ranges = ranges
         self.placements = placements  # variable -> (grid axis, full size)
+        self.predicate = predicate  # the comparison it came from; None once combined with &
 
     def __and__(self, other: "Mask") -> "Mask":
+        if not isinstance(other, Mask):
+            return NotImplemented
         ranges = dict(self.ranges)
         for v, (lo, hi) in other.ranges.items():
             if v in ranges:

@@ -356,6 +356,9 @@ def _mark_psum_written(view: View) -> None:
 
 def _emit(opcode: str, engine: str, dst: View, inputs, mask, **fields) -> dict:
     trace = current()
+    if isinstance(mask, indexing.AffinePredicate):
+        raise trace.error("a mask bounds each index variable by a constant (i_p < 100, i_f >= 3); a comparison of "
+                          "several variables is a predicate for nisa.affine_select")
     if mask is not None and not isinstance(mask, indexing.Mask):
         raise trace.error(f"mask must be a comparison of index expressions, not {type(mask).__name__}")
     dst = apply_mask(dst, mask)
