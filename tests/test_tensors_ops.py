@@ -523,6 +523,18 @@ def test_histc_float():
     x, nx = _pair(200, seed=31)
     close(torch.histc(nx, bins=7, min=-2, max=2), torch.histc(x, bins=7, min=-2, max=2))
     close(torch.histc(nx, bins=10), torch.histc(x, bins=10))
+    out = torch.empty(0, device="neuron")
+    assert torch.histc(nx, bins=10, out=out) is out and torch.equal(out.cpu(), torch.histc(x, bins=10))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
+def test_histc_refuses_an_out_on_another_device(dtype):
+    """PyTorch's TestCommon.test_out found it: a CPU out= for neuron inputs was filled instead of refused."""
+    x = torch.tensor([0, 1, 2, 3], dtype=dtype, device="neuron")
+    cpu_out = torch.full((4,), 7.0, dtype=dtype)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.histc(x, bins=4, min=0, max=4, out=cpu_out)
+    assert cpu_out.tolist() == [7, 7, 7, 7]  # untouched
 
 
 def test_non_blocking_copies():

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "aten/ops/CpuAlias.h"
+#include "aten/ops/DeviceOfCall.h"
 
 namespace torch_neuronx {
 namespace {
@@ -39,6 +40,8 @@ void countIntoBins(const at::Tensor& input, int64_t bins, double low, double hig
 
 at::Tensor& histcOut(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max,
                      at::Tensor& out) {
+  checkWritten("aten::histc.out", out);  // a CPU out= is refused, as CUDA refuses it
+  deviceOf("aten::histc.out", self, out);
   TORCH_CHECK(bins > 0, "histc: bins must be > 0, but got ", bins);
   const double low = min.toDouble(), high = max.toDouble();
   TORCH_CHECK(!(low > high), "histc: max must be larger than min");
