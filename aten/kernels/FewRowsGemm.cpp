@@ -55,7 +55,7 @@ inline void prefetchLine(const char* next, int64_t row_bytes) {
   for (int i = 0; i < W; ++i) _mm_prefetch(next + i * row_bytes, _MM_HINT_T0);
 }
 
-// Values of T a step of `lanes` fp32 lanes reads, and steps per cache line of weight.
+// Steps of `kLanes` values of T in one cache line of weight (at least one).
 template <typename T, int kLanes>
 constexpr int stepsPerLine() {
   return std::max<int>(1, kLine / (kLanes * static_cast<int>(sizeof(T))));
@@ -126,21 +126,18 @@ __attribute__((target("avx512f"), always_inline)) inline void stepAvx512(const T
 template <int W, int R, typename T>
 __attribute__((target("avx512f"))) void blockAvx512(const T* const* w, const void* left, int64_t K, float* dots) {
   const float* x = static_cast<const float*>(left);
-  // A step of bf16 reads half a line; prefetching twice per line costs less here than unrolling two
-  // steps, which leaves GCC too few of the 32 registers for 24 accumulators (register copies, reloads).
-  constexpr int kSteps = 1;
   __m512 acc[W][R];
 #pragma GCC unroll 32
   for (int a = 0; a < W * R; ++a) acc[a / R][a % R] = _mm512_setzero_ps();
   const int64_t row_bytes = K * static_cast<int64_t>(sizeof(T));
   const char* next = reinterpret_cast<const char*>(w[0]) + W * row_bytes;
+  // A prefetch on every step (twice per line for bf16): unrolled to a whole line, the loop leaves GCC
+  // too few of the 32 registers for 24 accumulators (register copies, reloads).
   int64_t k = 0;
-  for (; k + 16 * kSteps <= K; k += 16 * kSteps) {
+  for (; k + 16 <= K; k += 16) {
     prefetchLine<W>(next + k * static_cast<int64_t>(sizeof(T)), row_bytes);
-#pragma GCC unroll 4
-    for (int s = 0; s < kSteps; ++s) stepAvx512<W, R>(w, x, K, k + 16 * s, acc);
+    stepAvx512<W, R>(w, x, K, k, acc);
   }
-  for (; k + 16 <= K; k += 16) stepAvx512<W, R>(w, x, K, k, acc);
   sumLanes<W * R>(&acc[0][0], dots);
   scalarTail<W, R>(w, x, K, k, dots);
 }
