@@ -773,3 +773,41 @@ def test_out_left_lazily_conjugated_by_the_kernel():
     torch.linalg.lu_solve(lu.to(N), pivots.to(N), b.to(N), left=False, out=out)
     close(out, expected, rtol=1e-5, atol=1e-5)
     close(out.resolve_conj(), expected, rtol=1e-5, atol=1e-5)
+
+
+OVERLAPPING_OUTS = {
+    "cat": lambda a: torch.cat([a[:4], a[4:8]], out=a[2:10]),
+    "take": lambda a: torch.take(a, torch.tensor([0, 1, 2], device=a.device), out=a[1:4]),
+    "index_select": lambda a: torch.index_select(a, 0, torch.tensor([3, 4], device=a.device), out=a[4:6]),
+    "gather": lambda a: torch.gather(a, 0, torch.tensor([0, 1, 2], device=a.device), out=a[1:4]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OVERLAPPING_OUTS))
+def test_out_overlapping_an_input_view_raises_as_on_cpu(name):
+    """An out= over part of an input (both views of one storage) is refused as on the CPU device: each
+    view once had a CPU alias storage of its own, so the CPU kernel's overlap check saw two storages and
+    wrote the values it was still reading (cat gave [0, 1, 0, 1, 2, 3, 2, 3, ...])."""
+    run = OVERLAPPING_OUTS[name]
+    with pytest.raises(RuntimeError, match="refer to a single memory location") as on_cpu:
+        run(torch.arange(10.0))
+    a = torch.arange(10.0, device=N)
+    with pytest.raises(RuntimeError, match="refer to a single memory location") as on_neuron:
+        run(a)
+    assert str(on_neuron.value) == str(on_cpu.value)
+    exact(a.cpu(), torch.arange(10.0))  # nothing written
+
+
+def test_out_and_inputs_views_of_one_storage_without_overlap():
+    """Views of one storage that do not overlap still compute, as on CPU, through the same kernels; an
+    out= that must grow takes new memory for the whole storage and keeps what the other views held."""
+    for device in ("cpu", N):
+        a = torch.arange(12.0, device=device)
+        torch.cat([a[:2], a[2:4]], out=a[6:10])
+        torch.take(a[:10], torch.tensor([0, 5], device=device), out=a[10:12])
+        exact(a.cpu(), torch.tensor([0.0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 0, 5]))
+        grown = torch.arange(4.0, device=device)
+        out = grown[4:]  # no elements, at the end of the storage: resized past it
+        torch.cat([grown[:2], grown[:2]], out=out)
+        exact(out.cpu(), torch.tensor([0.0, 1, 0, 1]))
+        exact(grown.cpu(), torch.arange(4.0))

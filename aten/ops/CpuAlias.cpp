@@ -6,6 +6,11 @@
 #include "runtime/Copy.h"
 
 namespace torch_neuronx {
+namespace {
+
+void borrowedBytes(void*) {}
+
+}  // namespace
 
 void syncFromAlias(const at::Tensor& alias, const at::Tensor& t) {
   if (!isNeuron(t)) return;
@@ -20,6 +25,10 @@ void syncFromAlias(const at::Tensor& alias, const at::Tensor& t) {
                 : adoptHostMemory(std::move(grown), alias_storage->nbytes(), t.device().index());
     storage->set_data_ptr_noswap(std::move(grown));
     storage->set_nbytes(alias_storage->nbytes());
+    // Other views of `t`'s storage in the same call share this alias storage (HostKernelFallback):
+    // it borrows the moved bytes again, so that syncing them finds nothing left to move.
+    alias_storage->set_data_ptr_noswap(
+        c10::DataPtr(storageHostAddress(t), nullptr, &borrowedBytes, c10::Device(c10::DeviceType::CPU)));
   }
   auto* impl = t.unsafeGetTensorImpl();
   if (impl->sizes() != alias.sizes() || impl->strides() != alias.strides() ||

@@ -45,6 +45,19 @@ void claimDevice(CallState& state, const at::Tensor& t, const c10::Argument& arg
               c10::toString(state.op.operator_name()), ", argument '", argument.name(), "')");
 }
 
+// Views of one neuron storage get CPU aliases over one CPU storage: the CPU kernel's overlap checks
+// compare storages, so with an alias storage each, an out= over part of an input (cat, take) was
+// written while still being read, where the CPU device raises.
+at::Tensor aliasSharingStorage(const CallState& state, const at::Tensor& t) {
+  const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+  for (const auto& [original, alias] : state.aliases) {
+    if (original.storage().unsafeGetStorageImpl() == storage) {
+      return tensorOver(alias.storage(), c10::DispatchKey::CPU, t);
+    }
+  }
+  return cpuAlias(t);
+}
+
 // Checks one tensor argument and returns what the CPU kernel gets instead.
 at::Tensor bridgeTensor(CallState& state, const at::Tensor& t, const c10::Argument& argument, bool cpu_allowed) {
   if (!t.defined()) return t;
@@ -62,7 +75,7 @@ at::Tensor bridgeTensor(CallState& state, const at::Tensor& t, const c10::Argume
   }
   claimDevice(state, t, argument);
   if (!state.unsupported_dtype && lacksHardwareSupport(t.scalar_type())) state.unsupported_dtype = t.scalar_type();
-  at::Tensor alias = cpuAlias(t);
+  at::Tensor alias = aliasSharingStorage(state, t);
   state.aliases.emplace_back(t, alias);
   return alias;
 }
