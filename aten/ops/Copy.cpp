@@ -1,6 +1,7 @@
 // Copies to, from and between neuron tensors: the emulated DMA. Same-dtype
 // dense copies go straight to the runtime's copy engine; conversions and
 // strided layouts use ATen's CPU copy kernel on zero-copy aliases.
+#include <ATen/MemoryOverlap.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -21,6 +22,11 @@ at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool /*non_bl
   TORCH_CHECK(self.device().is_cpu() || isNeuron(self), "cannot copy from ", self.device(), " to neuron");
   TORCH_CHECK(dst.device().is_cpu() || isNeuron(dst), "cannot copy from neuron to ", dst.device());
   if (dst.numel() == 0) return dst;
+  // ATen's copy_ hands a neuron copy over before its own overlap checks: the CPU device's errors.
+  if (isNeuron(dst)) {
+    at::assert_no_internal_overlap(dst);
+    if (isNeuron(self)) at::assert_no_partial_overlap(dst, self);
+  }
   const at::Tensor& on_device = isNeuron(dst) ? dst : self;
   c10::DeviceGuard guard(on_device.device());
   if (sameDenseLayout(self, dst) && !dst.is_neg() && !dst.is_conj()) {

@@ -2,6 +2,7 @@
 // matmuls). They do what the boxed fallback does, without boxing the
 // arguments and, for functional ops, without computing the output's shape
 // twice: eager per-op overhead stays close to the CPU device's.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
 #include <c10/util/string_view.h>
 
@@ -146,6 +147,8 @@ at::Tensor& addmmOut(const at::Tensor& self, const at::Tensor& mat1, const at::T
                      const at::Scalar& alpha, at::Tensor& out) {
   KernelMemoryScope scope(deviceOf("aten::addmm.out", self, mat1, mat2, out));
   checkWritten("aten::addmm.out", out);
+  // The CPU kernel copies the bias into `out` first, and that copy refuses a partial overlap.
+  if (!beta.equal(0) && self.sizes() == out.sizes()) at::assert_no_partial_overlap(out, self);
   at::Tensor alias = cpuAlias(out), bias = cpuAlias(self), left = cpuAlias(mat1), right = cpuAlias(mat2);
   if (sharesMemory(alias, {bias, left, right})) {
     return storeProduct(hostAddmm(bias, left, right, beta, alpha), alias, out);
