@@ -12,6 +12,10 @@ MAX_SAMPLES sample inputs of the op's OpInfo, run on CPU and on neuron, in these
   inplace    the op's in-place variant on a copy of the input, results and
              errors against CPU's (an in-place broadcast larger than self raises
              on both) (first MAX_VARIANT_SAMPLES)
+  overlap    the first sample's out= (or, for the in-place variant, its first
+             tensor argument) as a view that overlaps part of the input, both
+             views of one storage: errors and the storage's values against
+             CPU's (CPU runs that differ from each other skip it)
   mathbits   the input as a lazily conjugated (complex) or negated (float) view
              holding the same values, as PyTorch's TestMathBits does (first sample)
   grad       float32 ops with autograd: the gradients of the sum of the outputs
@@ -55,6 +59,10 @@ RANDOM_OP_RE = re.compile(
 # Ops whose out= is Python that computes, then copy_()s into the out tensors: a copy between devices
 # is legal, so CUDA accepts an out= on the CPU for them too (torch.functional.lu).
 OUT_COPIED_IN_PYTHON = {"lu"}
+# Products whose CPU kernel writes an out= that overlaps an input without checking, while still reading
+# it: CPU's values then follow its GEMM's order of work. Neuron makes the product from the inputs as
+# they were, then stores it (aten/ops/HotKernels.cpp), so the overlap check compares nothing here.
+OVERLAP_READ_WHILE_WRITTEN_ON_CPU = {"mm", "bmm", "nn.functional.linear"}
 RANDOM_OP_EXCEPTIONS = {"native_dropout_backward"}  # deterministic: takes the mask as input
 # Ops whose result is (partly) uninitialised memory, beyond OpInfo.has_nondeterministic_output.
 UNINITIALISED_OPS = {"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided",
@@ -586,6 +594,81 @@ class PairRun:
             return
         self.fail("out_cpu", index, "an out= tensor on the CPU device was accepted for neuron inputs")
 
+    def _overlapping(self, kind, struct, device, result):
+        """The sample with the written tensor and the input as views of one storage, one element apart:
+        (the call's struct, the out= tensor or None, the storage)."""
+        torch = import_torch()
+        inp, args, kwargs = place_struct(self.op, struct, device)
+        n = inp.numel()
+        written_numel = result.numel() if kind == "overlap_out" else n
+        storage = torch.zeros(max(n, 1 + written_numel), dtype=inp.dtype, device=device)
+        shared_inp = storage[:n].view(inp.shape)
+        shared_inp.copy_(inp)
+        written = storage[1:1 + written_numel]
+        if kind == "overlap_out":
+            return (shared_inp, args, kwargs), written.view(result.shape), storage
+        written = written.view(inp.shape)
+        written.copy_(args[0])
+        return (written, (shared_inp,) + tuple(args[1:]), kwargs), None, storage
+
+    def run_overlap(self, kind, struct, cpu_result):
+        """A written tensor overlapping part of an input: the same error as CPU, or the same values."""
+        torch = import_torch()
+        call = self.op.inplace_variant if kind == "overlap_inplace" else self.op
+        outcomes = []
+        for device in ("cpu", "cpu", "neuron"):  # CPU twice: overlapping reads may depend on timing
+            try:
+                with _Alarm(SAMPLE_TIMEOUT_S):
+                    call_struct, out, storage = self._overlapping(kind, struct, device, cpu_result)
+                    _call(call, call_struct, out)
+                    outcomes.append(storage.cpu())
+            except SampleTimeout:
+                self.skips[f"{kind}: timed out"] += 1
+                return
+            except Exception as e:  # noqa: BLE001
+                outcomes.append(e)
+        first, again, neuron = outcomes
+        if isinstance(first, Exception) != isinstance(again, Exception) or (
+                not isinstance(first, Exception) and not equal_runs(first, again)):
+            self.skips[f"{kind}: CPU's result depends on the run"] += 1
+            return
+        self.checks += 1
+        self.by_kind[kind] += 1
+        if isinstance(first, Exception):
+            if isinstance(neuron, Exception):
+                self.passed += 1
+            else:
+                self.fail(kind, 0, "CPU raises for a written tensor overlapping an input, neuron did not: "
+                          + short_error(first))
+            return
+        if isinstance(neuron, Exception):
+            self.fail(kind, 0, "raised on neuron only: " + short_error(neuron))
+            return
+        try:
+            compare(first, neuron, bool(self.shape_only), "the shared storage", on_neuron=False, tol=self.tol)
+        except Mismatch as e:
+            self.fail(kind, 0, str(e))
+            return
+        self.passed += 1
+
+    def overlap_checks(self, struct, cpu_result):
+        """Which overlap checks the first sample allows (one dtype throughout, two or more elements)."""
+        torch = import_torch()
+        inp, args = struct[0], struct[1]
+        if not isinstance(inp, torch.Tensor) or inp.numel() < 2 or self.shape_only:
+            return []
+        if self.op.name in OVERLAP_READ_WHILE_WRITTEN_ON_CPU:
+            self.skips["overlap: CPU reads what it writes (OVERLAP_READ_WHILE_WRITTEN_ON_CPU)"] += 1
+            return []
+        kinds = []
+        if (self.op.supports_out and isinstance(cpu_result, torch.Tensor) and cpu_result.numel() >= 2
+                and cpu_result.dtype == inp.dtype):
+            kinds.append("overlap_out")
+        if (self.op.inplace_variant is not None and args and isinstance(args[0], torch.Tensor)
+                and args[0].shape == inp.shape and args[0].dtype == inp.dtype):
+            kinds.append("overlap_inplace")
+        return kinds
+
     def run_first_sample_checks(self, struct, cpu_result):
         """The checks made on the first sample only: out= resized and on the CPU, views, gradients."""
         torch = import_torch()
@@ -597,6 +680,8 @@ class PairRun:
         if (isinstance(first, torch.Tensor) and first.numel() > 0
                 and (first.dtype.is_complex or first.dtype.is_floating_point)):
             self.run_check("mathbits", 0, struct)
+        for kind in self.overlap_checks(struct, cpu_result):
+            self.run_overlap(kind, struct, cpu_result)
         if self.dtype == torch.float32 and op.supports_autograd and not self.shape_only:
             self.run_grad(0, struct)
 
