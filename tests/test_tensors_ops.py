@@ -1,4 +1,5 @@
 """Tensor creation, ops against the CPU, out=/in-place variants, copies."""
+import copy
 import random
 import threading
 import warnings
@@ -834,3 +835,40 @@ def test_full_overlap_is_an_in_place_op_as_on_cpu():
         torch.div(a[:4], a[4:8], out=a[:4])
         expected = torch.tensor([1 / 25, 4 / 6, 9 / 7, 16 / 8, 25.0, 6.0, 7.0, 8.0, 9.0, 10.0])
         torch.testing.assert_close(a.cpu(), expected, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("cls", [torch.nn.LSTM, torch.nn.GRU])
+@pytest.mark.parametrize("layers, bidirectional, bias", [(1, False, True), (2, True, True), (1, False, False)])
+def test_recurrent_layers_against_cpu(cls, layers, bidirectional, bias):
+    """LSTM and GRU: ATen sends accelerator inputs to the fused cell ops, which the CPU device never uses
+    (both layers raised NotImplementedError on neuron). Outputs, states and gradients against CPU's."""
+    torch.manual_seed(layers)
+    cpu = cls(6, 5, num_layers=layers, bidirectional=bidirectional, bias=bias, batch_first=True)
+    dev = copy.deepcopy(cpu).to(N)
+    x = torch.randn(3, 7, 6)
+    outputs = {}
+    for name, module, device in (("cpu", cpu, "cpu"), ("neuron", dev, N)):
+        inp = x.to(device).detach().requires_grad_()
+        out, state = module(inp)
+        states = state if isinstance(state, tuple) else (state,)
+        (out.square().sum() + sum(s.sum() for s in states)).backward()
+        outputs[name] = [out, *states, inp.grad] + [p.grad for p in module.parameters()]
+    for c, n in zip(outputs["cpu"], outputs["neuron"]):
+        assert n.device.type == "neuron"
+        torch.testing.assert_close(n.cpu(), c, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("cls", [torch.nn.LSTM, torch.nn.GRU])
+def test_recurrent_layers_in_inference_mode_and_on_packed_sequences(cls):
+    torch.manual_seed(3)
+    cpu = cls(4, 3)
+    dev = copy.deepcopy(cpu).to(N)
+    x = torch.randn(5, 2, 4)
+    with torch.inference_mode():
+        expected, _ = cpu(x)
+        got, _ = dev(x.to(N))
+    torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-5)
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, torch.tensor([5, 3]))
+    expected, _ = torch.nn.utils.rnn.pad_packed_sequence(cpu(packed)[0])
+    got, _ = torch.nn.utils.rnn.pad_packed_sequence(dev(packed.to(N))[0])
+    torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-5)
