@@ -272,14 +272,23 @@ void scan(const Bound& b) {
   });
 }
 
+// Inputs (predicate, on_true, on_false); or (predicate, on_false) with on_true the immediate operand0
+// (tensor_copy_predicated of a number, on_false being dst). reverse0 picks on_true where the predicate is 0.
 void select(const Bound& b) {
   const int64_t n = inner(b.in.dst);
+  const bool immediate = b.in.inputs.size() == 2;
+  const float value = b.in.operand0.value;
   forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
     float *p = scratch(0, n), *x = scratch(1, n), *y = scratch(2, n);
     b.loadInput(0, o[1], p);
-    b.loadInput(1, o[2], x);
-    b.loadInput(2, o[3], y);
-    for (int64_t i = 0; i < n; ++i) p[i] = p[i] != 0.f ? x[i] : y[i];
+    if (immediate) {
+      std::fill(x, x + n, value);
+      b.loadInput(1, o[2], y);
+    } else {
+      b.loadInput(1, o[2], x);
+      b.loadInput(2, o[3], y);
+    }
+    for (int64_t i = 0; i < n; ++i) p[i] = (p[i] != 0.f) != b.in.reverse0 ? x[i] : y[i];
     b.storeDst(p, o[0]);
   });
 }

@@ -138,3 +138,30 @@ def combined_predicates(x):
     i_p, i_f = bnl.arange(x.shape[0])[:, None], bnl.arange(x.shape[1])[None, :]
     bnl.store(out, value=bisa.affine_select((i_f <= i_p) & (i_f > 2), bnl.load(x), 0.0))
     return out
+
+
+@nki.jit(platform_target="trn2")
+def exponential_on_trn2(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    nisa.exponential(tile, tile)
+    nl.store(out, value=tile)
+    return out
+
+
+@nki.jit
+def float_predicate(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    nisa.tensor_copy_predicated(tile, 1.0, tile)
+    nl.store(out, value=tile)
+    return out
+
+
+@nki.jit
+def float_into_integers(x, predicate):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    nisa.tensor_copy_predicated(tile, 1.5, nl.load(predicate))
+    nl.store(out, value=tile)
+    return out

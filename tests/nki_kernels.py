@@ -374,3 +374,57 @@ def affine_select_grid(x, offset, multiplier):
     nisa.affine_select(picked, [[8, 4], [-1, 8]], offset, multiplier, tile, 0.5)
     nl.store(out, value=picked)
     return out
+
+
+@nki.jit(platform_target="trn3")
+def softmax_numerators(x):
+    """exp(x - row max) and its row sums with nisa.exponential (NeuronCore-v4): the max a [P, 1] tile, the
+    sums from the Vector engine's registers."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    sums = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    row_max = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(row_max, nl.maximum, tile, axis=1, keepdims=True)
+    numerators = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    total = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.exponential(numerators, tile, max_value=row_max, reduce_res=total, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    nl.store(out, value=numerators)
+    nl.store(sums, value=total)
+    return out, sums
+
+
+@nki.jit(platform_target="trn3")
+def exponential_sums_loaded(x, shift, start):
+    """Row sums of exp(x - shift) over two column halves, the registers first loaded with `start`
+    (reduce_cmd.load_reduce), then accumulating (reduce_cmd.reduce)."""
+    rows, cols = x.shape
+    sums = nl.ndarray((rows, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    half = cols // 2
+    total = nl.ndarray((rows, 1), dtype=nl.float32, buffer=nl.sbuf)
+    first = nl.load(x[:, :half])
+    second = nl.load(x[:, half:])
+    scratch = nl.ndarray((rows, half), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.exponential(scratch, first, max_value=shift, reduce_cmd=nisa.reduce_cmd.load_reduce, reduce_init=start)
+    nisa.exponential(scratch, second, max_value=shift, reduce_res=total, reduce_cmd=nisa.reduce_cmd.reduce)
+    nl.store(sums, value=total)
+    return sums
+
+
+@nki.jit
+def copy_where(dst_init, src, predicate):
+    """dst_init where predicate is 0, src elsewhere (nisa.tensor_copy_predicated with a tile)."""
+    out = nl.ndarray(dst_init.shape, dtype=dst_init.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(dst_init)
+    nisa.tensor_copy_predicated(tile, nl.load(src), nl.load(predicate))
+    nl.store(out, value=tile)
+    return out
+
+
+@nki.jit
+def fill_where_zero(dst_init, predicate, value):
+    """dst_init where predicate is nonzero, `value` elsewhere (a number, reverse_pred=True)."""
+    out = nl.ndarray(dst_init.shape, dtype=dst_init.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(dst_init)
+    nisa.tensor_copy_predicated(tile, value, nl.load(predicate), reverse_pred=True)
+    nl.store(out, value=tile)
+    return out

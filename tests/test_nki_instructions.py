@@ -135,3 +135,61 @@ def test_affine_select_over_two_free_axes(offset, multiplier):
     keep = offset + p * multiplier + 8 * a - b == 0
     got = k.affine_select_grid(neuron(x), offset, multiplier).cpu()
     assert torch.equal(got, torch.where(keep, x, torch.tensor(0.5)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_exponential_gives_softmax_numerators_and_sums(dtype):
+    """nisa.exponential (NeuronCore-v4): exp(x - row max) rounded once to dst's dtype, and the row sums of
+    the rounded values through reduce_cmd, against torch in float64."""
+    torch.manual_seed(0)
+    x = (torch.randn(100, 300) * 4).to(dtype)
+    numerators, sums = k.softmax_numerators(neuron(x))
+    wide = x.double()
+    expected = torch.exp(wide - wide.amax(1, keepdim=True))
+    assert numerators.dtype == dtype
+    torch.testing.assert_close(numerators.cpu(), expected.to(dtype), rtol=1e-5 if dtype == torch.float32 else 8e-3,
+                               atol=1e-6)
+    torch.testing.assert_close(sums.cpu().double(), numerators.cpu().double().sum(1, keepdim=True), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_exponential_load_reduce_starts_from_the_loaded_value():
+    x = torch.randn(64, 40)
+    got = k.exponential_sums_loaded(neuron(x), 0.5, 3.0).cpu()
+    torch.testing.assert_close(got, 3.0 + torch.exp(x - 0.5).sum(1, keepdim=True), rtol=1e-5, atol=1e-5)
+
+
+def test_exponential_is_refused_before_neuroncore_v4():
+    with pytest.raises(NkiError, match="NeuronCore-v4 instruction.*NeuronCore-v3"):
+        bad.exponential_on_trn2(neuron(torch.randn(8, 8)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+def test_tensor_copy_predicated_against_torch_where(dtype):
+    g = torch.Generator().manual_seed(1)
+    dst = (torch.randn(90, 33, generator=g) * 100).to(dtype)
+    src = (torch.randn(90, 33, generator=g) * 100).to(dtype)
+    predicate = (torch.rand(90, 33, generator=g) < 0.3).to(torch.uint8) * 7  # any nonzero value selects
+    got = k.copy_where(neuron(dst), neuron(src), neuron(predicate)).cpu()
+    assert torch.equal(got, torch.where(predicate != 0, src, dst))
+    value = 2.5 if dtype.is_floating_point else 9
+    got = k.fill_where_zero(neuron(dst), neuron(predicate), value).cpu()
+    assert torch.equal(got, torch.where(predicate != 0, dst, torch.tensor(value, dtype=dtype)))
+
+
+def test_tensor_copy_predicated_errors():
+    with pytest.raises(NkiError, match="the predicate is float32; it must be uint8, uint16 or uint32"):
+        bad.float_predicate(neuron(torch.randn(8, 8)))
+    with pytest.raises(NkiError, match="a scalar src must be a Python int for a int32 dst"):
+        bad.float_into_integers(neuron(torch.zeros(8, 8, dtype=torch.int32)), neuron(torch.ones(8, 8, dtype=torch.uint8)))
+
+
+def test_an_instruction_not_emulated_is_named():
+    import nki.isa as nisa
+
+    with pytest.raises(AttributeError, match="nki.isa.rng is an instruction of AWS's NKI that torch_neuronx does "
+                                             "not emulate yet"):
+        nisa.rng
+    assert not hasattr(nisa, "quantize_mx")
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_instruction'"):
+        nisa.no_such_instruction

@@ -25,23 +25,30 @@ class reduce_cmd:  # noqa: N801
     idle, reset, reduce, reset_reduce, load_reduce = "idle", "reset", "reduce", "reset_reduce", "load_reduce"
 
 
-def _side_reduction(engine: str, dst: View, op, reduce_res: Optional[View], command) -> None:
+def _side_reduction(engine: str, dst: View, op, reduce_res: Optional[View], command, init=0.0) -> None:
     """The side reduction of an instruction that wrote `dst`: dst's free axes reduced with `op` into the
     engine's registers as `command` says (reset_reduce, the default, starts anew; reduce combines with what
-    the registers hold, across instructions and loop iterations; reset only zeroes them; idle leaves them
-    and writes nothing), then copied to `reduce_res`. The registers are a hidden SBUF tile of the kernel:
+    the registers hold, across instructions and loop iterations; load_reduce first loads `init`, an
+    immediate or a [partitions, 1] tile, then does as reduce; reset only zeroes them; idle leaves them and
+    writes nothing), then copied to `reduce_res`. The registers are a hidden SBUF tile of the kernel:
     read before any reset they hold the NaN sentinel, as a fresh tile does."""
     command = reduce_cmd.reset_reduce if command is None else command
+    trace = current()
+    if command != reduce_cmd.load_reduce and not (isinstance(init, (int, float)) and init == 0):
+        raise trace.error(f"reduce_init is for reduce_cmd=load_reduce; it must be unset or 0.0 with {command!r}")
     if command == reduce_cmd.idle:
         return
-    if command == reduce_cmd.load_reduce:
-        raise current().error("reduce_cmd=load_reduce is not supported by this emulator yet")
-    if command not in (reduce_cmd.reset, reduce_cmd.reduce, reduce_cmd.reset_reduce):
-        raise current().error(f"reduce_cmd={command!r}: expected idle, reset, reduce or reset_reduce")
-    trace = current()
+    if command not in (reduce_cmd.reset, reduce_cmd.reduce, reduce_cmd.reset_reduce, reduce_cmd.load_reduce):
+        raise trace.error(f"reduce_cmd={command!r}: expected idle, reset, reduce, reset_reduce or load_reduce")
     registers = trace.reduce_registers(engine)
     lanes = View(registers.decl, 0, [dst.shape[0], 1], registers.strides)
     axes = tuple(range(1, dst.ndim))
+    if command == reduce_cmd.load_reduce:
+        if isinstance(init, View):
+            tensor_copy(lanes, init)
+        else:
+            memset(lanes, float(init))
+        command = reduce_cmd.reduce
     if command == reduce_cmd.reset:
         memset(registers, 0.0)
     elif command == reduce_cmd.reset_reduce:
@@ -231,10 +238,10 @@ def tensor_scalar(dst: View, data: View, op0, operand0, reverse0: bool = False, 
 
 
 def tensor_scalar_reduce(dst: View, data: View, op0, operand0, reduce_op, reduce_res: View, reverse0: bool = False,
-                         engine=None, mask=None, reduce_cmd=None, **_) -> None:
+                         engine=None, mask=None, reduce_cmd=None, reduce_init=0.0, **_) -> None:
     """dst = data op0 operand0, and reduce_res = reduce_op over dst's free axes (Vector engine)."""
     tensor_scalar(dst, data, op0, operand0, reverse0=reverse0, engine=engine, mask=mask)
-    _side_reduction("vector", dst, reduce_op, reduce_res, reduce_cmd)
+    _side_reduction("vector", dst, reduce_op, reduce_res, reduce_cmd, reduce_init)
 
 
 def tensor_reduce(dst: View, op, data: View, axis, negate: bool = False, keepdims: bool = False, mask=None,
@@ -261,14 +268,34 @@ def tensor_copy(dst: View, src: View, engine=None, mask=None, **_) -> None:
 
 
 def activation(dst: View, op, data: View, bias=None, scale=1.0, reduce_op=None, reduce_res=None, mask=None,
-               reduce_cmd=None, **_) -> None:
+               reduce_cmd=None, reduce_init=0.0, **_) -> None:
     inputs = [data]
     scale_operand = _operand(scale, inputs, data) if isinstance(scale, View) else (-1, float(scale))
     bias_operand = _operand(bias, inputs, data) if bias is not None else (-1, 0.0)
     _emit("activation", "scalar", dst, inputs, mask, function=function_of(op), operand0=scale_operand,
           operand1=bias_operand)
     if reduce_res is not None or reduce_cmd not in (None, "idle"):
-        _side_reduction("scalar", dst, reduce_op or nl.add, reduce_res, reduce_cmd)
+        _side_reduction("scalar", dst, reduce_op or nl.add, reduce_res, reduce_cmd, reduce_init)
+
+
+def exponential(dst: View, src: View, max_value=0.0, reduce_res=None, reduce_cmd=reduce_cmd.idle, reduce_init=0.0,
+                mask=None, **_) -> None:
+    """dst = exp(src - max_value) on the Vector engine, in fp32 before dst's rounding (NeuronCore-v4 and
+    newer); max_value an immediate or a [partitions, 1] tile; reduce_cmd sums dst's free axes into the
+    Vector engine's registers (and reduce_res), as tensor_scalar_reduce's do."""
+    trace = current()
+    if trace.version < nc_version.gen4:
+        raise trace.error(f"nisa.exponential is a NeuronCore-v4 instruction and this kernel runs on a "
+                          f"NeuronCore-v{trace.version}; use nisa.activation(op=nl.exp, bias=...) there")
+    if isinstance(max_value, View):
+        shifted = nl.ndarray(src.shape, dtype=nl.float32, buffer=nl.sbuf)  # the engine's fp32, not dst's dtype
+        tensor_scalar(shifted, src, op0=nl.subtract, operand0=max_value, mask=mask)
+        _emit("activation", "vector", dst, (shifted,), mask, function="exp", operand0=(-1, 1.0),
+              operand1=(-1, 0.0))
+    else:
+        _emit("activation", "vector", dst, (src,), mask, function="exp", operand0=(-1, 1.0),
+              operand1=(-1, -float(max_value)))
+    _side_reduction("vector", dst, nl.add, reduce_res, reduce_cmd, reduce_init)
 
 
 def activation_reduce(dst: View, op, data: View, reduce_op, reduce_res: View, bias=None, scale=1.0, **kw) -> None:
@@ -342,6 +369,38 @@ def select(dst: View, predicate: View, on_true: View, on_false: View, mask=None,
     _emit("select", "vector", dst, (predicate, on_true, on_false), mask)
 
 
+_PREDICATE_DTYPES = ("uint8", "uint16", "uint32")
+
+
+def tensor_copy_predicated(dst: View, src, predicate: View, reverse_pred: bool = False, mask=None, **_) -> None:
+    """dst = src where predicate is nonzero (zero with reverse_pred), dst as it was elsewhere, on the Vector
+    engine; src a tile of dst's shape and dtype or a number of dst's kind (float or integer)."""
+    trace = current()
+    if predicate.dtype not in _PREDICATE_DTYPES:
+        raise trace.error(f"tensor_copy_predicated: the predicate is {predicate.dtype}; it must be uint8, uint16 "
+                          "or uint32")
+    views = [dst, predicate] + ([src] if isinstance(src, View) else [])
+    if any(v.shape != dst.shape for v in views):
+        views = [nl._squeezed(v) for v in views]
+        if any(v.shape != views[0].shape for v in views):
+            raise trace.error(f"tensor_copy_predicated: dst {dst!r}, the predicate {predicate!r} and src differ "
+                              "in shape")
+    d, p = views[0], views[1]
+    if not isinstance(src, View):
+        integer_dst = dst.dtype.startswith(("int", "uint"))
+        if isinstance(src, bool) or not isinstance(src, (int, float)) or isinstance(src, float) == integer_dst:
+            raise trace.error(f"tensor_copy_predicated: a scalar src must be a Python {'int' if integer_dst else 'float'}"
+                              f" for a {dst.dtype} dst, got {src!r}")
+        _emit("select", "vector", d, (p, d), mask, operand0=(-1, float(src)), reverse0=bool(reverse_pred))
+        return
+    if src.dtype != dst.dtype:
+        raise trace.error(f"tensor_copy_predicated: src is {src.dtype} and dst {dst.dtype}; they must agree")
+    if src.buffer == "psum" and predicate.buffer == "psum":
+        raise trace.error("tensor_copy_predicated: src or predicate may be in PSUM, not both")
+    s = views[2]
+    _emit("select", "vector", d, (p, d, s) if reverse_pred else (p, s, d), mask)
+
+
 def scalar_tensor_tensor(dst: View, data: View, op0, operand0, op1, operand1: View, reverse0: bool = False,
                          reverse1: bool = False, mask=None, **_) -> None:
     """dst = (data op0 operand0) op1 operand1: operand0 a scalar or a [partitions, 1] vector, operand1 a
@@ -381,3 +440,19 @@ def bn_aggr(dst: View, data: View, mask=None, **_) -> None:
     """dst[p, :2] = (mean, population variance) of the (count, mean, variance * count) triples in
     partition p of data, the outputs of one or more bn_stats."""
     _emit("bn_aggr", "vector", dst, (data,), mask)
+
+
+# Instructions of AWS's current ISA that this emulator does not run yet (docs/nki.md): named, so that a
+# kernel using one fails on the name rather than on a bare missing attribute.
+_NOT_EMULATED = {
+    "nc_matmul_mx", "quantize_mx", "tensor_scalar_cumulative", "dropout", "rng", "rand2", "rand_set_state",
+    "rand_get_state", "set_rng_seed", "range_select", "select_reduce", "sequence_bounds", "nonzero_with_count",
+    "local_gather", "nc_n_gather", "nc_stream_shuffle", "nc_match_replace8", "dma_compute", "register_alloc",
+    "register_load", "register_move", "register_store", "core_barrier", "sendrecv"}
+
+
+def __getattr__(name: str):
+    if name in _NOT_EMULATED:
+        raise AttributeError(f"nki.isa.{name} is an instruction of AWS's NKI that torch_neuronx does not emulate "
+                             "yet (docs/nki.md lists them)", name=name)
+    raise AttributeError(f"module 'nki.isa' has no attribute {name!r}", name=name)
