@@ -872,3 +872,38 @@ def test_recurrent_layers_in_inference_mode_and_on_packed_sequences(cls):
     expected, _ = torch.nn.utils.rnn.pad_packed_sequence(cpu(packed)[0])
     got, _ = torch.nn.utils.rnn.pad_packed_sequence(dev(packed.to(N))[0])
     torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_transformer_encoder_fast_path_with_a_padding_mask():
+    """nn.TransformerEncoder in inference with src_key_padding_mask takes torch's fast path on neuron (its
+    device list names the PrivateUse1 backend): the batch becomes a nested tensor, which raised "NestedTensorImpl
+    doesn't support strides". Nested tensors now run CPU's nested kernels on their device memory."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, batch_first=True)
+    encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=True).eval()
+    x = torch.randn(3, 5, 16)
+    mask = torch.tensor([[False] * 5, [False] * 3 + [True] * 2, [False] * 4 + [True]])
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = encoder(x, src_key_padding_mask=mask)
+        got = copy.deepcopy(encoder).to(N)(x.to(N), src_key_padding_mask=mask.to(N))
+    assert got.device.type == "neuron"
+    torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_nested_tensors_in_inference_against_cpu():
+    torch.manual_seed(0)
+    parts = [torch.randn(3, 4), torch.randn(2, 4)]
+    linear = torch.nn.Linear(4, 5)
+    results = {}
+    for device in ("cpu", N):
+        nested = torch.nested.nested_tensor([p.to(device) for p in parts])
+        assert nested.is_nested and nested.device.type == torch.device(device).type
+        with torch.no_grad():
+            outs = [torch.nested.to_padded_tensor(t, 0.0) for t in
+                    (nested, nested + nested, torch.relu(nested), torch.softmax(nested, -1),
+                     copy.deepcopy(linear).to(device)(nested))]
+        outs += list(nested.unbind())
+        results[device] = [o.cpu() for o in outs]
+    for expected, got in zip(results["cpu"], results[N]):
+        torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)

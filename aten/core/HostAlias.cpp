@@ -1,5 +1,6 @@
 #include "aten/core/HostAlias.h"
 
+#include <ATen/NestedTensorImpl.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/util/Exception.h>
@@ -45,8 +46,20 @@ at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key, const at::Tens
   return tensor;
 }
 
+at::Tensor nestedStorage(const at::Tensor& nested) {
+  return at::native::get_nested_tensor_impl(nested)->get_unsafe_storage_as_tensor();
+}
+
+at::Tensor nestedOver(const at::Tensor& storage, const at::Tensor& like) {
+  const auto* impl = at::native::get_nested_tensor_impl(like);
+  return at::detail::make_tensor<at::native::NestedTensorImpl>(storage, impl->get_nested_sizes(),
+                                                               impl->get_nested_strides(),
+                                                               impl->get_storage_offsets());
+}
+
 at::Tensor cpuAlias(const at::Tensor& t) {
   if (!isNeuron(t)) return t;
+  if (t.is_nested()) return nestedOver(cpuAlias(nestedStorage(t)), t);
   const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
   // Borrowed: the neuron tensor keeps the memory alive while the kernel runs.
   c10::DataPtr borrowed(storageHostAddress(t), nullptr, &noDelete, c10::Device(c10::DeviceType::CPU));

@@ -25,8 +25,14 @@ void* storageHostAddress(const at::Tensor& t);
 // strides, storage offset and conjugate/negative bits.
 at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key, const at::Tensor& like);
 
+// The whole storage of nested tensor `nested` as a 1-D tensor of its dtype.
+at::Tensor nestedStorage(const at::Tensor& nested);
+
+// A nested tensor over 1-D `storage` with the nested sizes, strides and offsets of `like`.
+at::Tensor nestedOver(const at::Tensor& storage, const at::Tensor& like);
+
 // A CPU tensor over the memory of neuron tensor `t` (any other tensor, and an
-// undefined one, passes through). If a CPU kernel resizes the alias, the new
+// undefined one, passes through; a nested tensor gives a nested one). If a CPU kernel resizes the alias, the new
 // memory comes from t's core (aliasGrowthAllocator); the op layer's
 // syncFromAlias() moves it to `t`.
 at::Tensor cpuAlias(const at::Tensor& t);

@@ -30,6 +30,7 @@ void syncFromAlias(const at::Tensor& alias, const at::Tensor& t) {
     alias_storage->set_data_ptr_noswap(
         c10::DataPtr(storageHostAddress(t), nullptr, &borrowedBytes, c10::Device(c10::DeviceType::CPU)));
   }
+  if (t.is_nested()) return;  // its nested sizes are metadata tensors the kernel does not replace
   auto* impl = t.unsafeGetTensorImpl();
   if (impl->sizes() != alias.sizes() || impl->strides() != alias.strides() ||
       impl->storage_offset() != alias.storage_offset()) {
@@ -45,6 +46,7 @@ at::Tensor fromCpuResult(const at::Tensor& result, c10::DeviceIndex device,
                          c10::ArrayRef<std::pair<at::Tensor, at::Tensor>> alias_of_input) {
   if (!result.defined()) return result;
   TORCH_CHECK(result.device().is_cpu(), "internal error: expected a CPU kernel result, got ", result.device());
+  if (result.is_nested()) return nestedOver(fromCpuResult(nestedStorage(result), device, alias_of_input), result);
   TORCH_CHECK_NOT_IMPLEMENTED(result.layout() == c10::kStrided,
                               "neuron supports strided (dense) tensors only; the operator would return layout ",
                               result.layout(), ". Keep sparse tensors on the CPU, or call .to_dense() first.");

@@ -51,7 +51,7 @@ void claimDevice(CallState& state, const at::Tensor& t, const c10::Argument& arg
 at::Tensor aliasSharingStorage(const CallState& state, const at::Tensor& t) {
   const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
   for (const auto& [original, alias] : state.aliases) {
-    if (original.storage().unsafeGetStorageImpl() == storage) {
+    if (!t.is_nested() && !alias.is_nested() && original.storage().unsafeGetStorageImpl() == storage) {
       return tensorOver(alias.storage(), c10::DispatchKey::CPU, t);
     }
   }
@@ -140,13 +140,18 @@ void hostKernelFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack)
     if (value.isGenerator()) generator = value.toGenerator();
     value = engineFor(generator, *state.device);
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(op.hasComputedKernelForDispatchKey(c10::DispatchKey::CPU), "The operator '",
-                              c10::toString(op.operator_name()), "' is not implemented for the neuron device");
+  // Nested tensors run the CPU device's nested kernels over their aliased storage.
+  bool nested = false;
+  for (const auto& entry : state.aliases) nested = nested || entry.second.is_nested();
+  const auto host_key = nested ? c10::DispatchKey::NestedTensorCPU : c10::DispatchKey::CPU;
+  TORCH_CHECK_NOT_IMPLEMENTED(op.hasComputedKernelForDispatchKey(host_key), "The operator '",
+                              c10::toString(op.operator_name()), "' is not implemented for the neuron device",
+                              nested ? " with nested tensors" : "");
   if (state.unsupported_dtype) noteCpuFallback(c10::toString(op.operator_name()), *state.unsupported_dtype);
 
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, *state.device));
   KernelMemoryScope scope(*state.device);
-  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  op.redispatchBoxed(c10::DispatchKeySet(host_key), stack);
 
   for (size_t i = 0; i < arguments.size(); ++i) {
     if (arguments[i].alias_info() && arguments[i].alias_info()->isWrite()) {
@@ -178,6 +183,28 @@ bool reachesNeuronGenerically(const c10::OperatorHandle& op) {
          (op.hasKernelForDispatchKey(DispatchKey::CompositeExplicitAutograd) && !returnsAView(op.schema()));
 }
 
+// Ops with a nested kernel for CPU (linear, matmul, softmax, ...) and a composite one: the composite
+// would take nested neuron tensors first and ask them for sizes they do not have.
+void routeNestedOpsToHostKernels() {
+  static std::unique_ptr<torch::Library> library;
+  library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", c10::DispatchKey::NestedTensorPrivateUse1,
+                                             __FILE__, __LINE__);
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    if (name.name.rfind("aten::", 0) != 0) continue;
+    auto op = dispatcher.findOp(name);
+    // _to_copy is dispatched on the destination's device too: a CPU nested tensor copied to neuron
+    // must keep the nested kernel that makes the copy.
+    if (!op || name.name == "aten::_to_copy" || !op->hasKernelForDispatchKey(c10::DispatchKey::NestedTensorCPU) ||
+        op->hasKernelForDispatchKey(c10::DispatchKey::NestedTensorPrivateUse1)) {
+      continue;
+    }
+    const std::string unqualified =
+        name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
+    library->impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&hostKernelFallback>());
+  }
+}
+
 }  // namespace
 
 void routeStructuredOpsToHostKernels() {
@@ -199,8 +226,12 @@ void routeStructuredOpsToHostKernels() {
   for (const char* name : {"mode.values", "conj_physical_"}) {
     library->impl(name, torch::CppFunction::makeFromBoxedFunction<&hostKernelFallback>());
   }
+  routeNestedOpsToHostKernels();
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&hostKernelFallback>()); }
+TORCH_LIBRARY_IMPL(_, NestedTensorPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&hostKernelFallback>());
+}
 
 }  // namespace torch_neuronx
