@@ -193,9 +193,7 @@ void routeNestedOpsToHostKernels() {
   for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
     if (name.name.rfind("aten::", 0) != 0) continue;
     auto op = dispatcher.findOp(name);
-    // _to_copy is dispatched on the destination's device too: a CPU nested tensor copied to neuron
-    // must keep the nested kernel that makes the copy.
-    if (!op || name.name == "aten::_to_copy" || !op->hasKernelForDispatchKey(c10::DispatchKey::NestedTensorCPU) ||
+    if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::NestedTensorCPU) ||
         op->hasKernelForDispatchKey(c10::DispatchKey::NestedTensorPrivateUse1)) {
       continue;
     }
