@@ -904,6 +904,13 @@ def test_nested_tensors_in_inference_against_cpu():
                     (nested, nested + nested, torch.relu(nested), torch.softmax(nested, -1),
                      copy.deepcopy(linear).to(device)(nested))]
         outs += list(nested.unbind())
+        # copies across devices: _to_copy's BackendSelect sends both directions to the neuron kernel
+        on_cpu = nested.to("cpu")
+        assert on_cpu.is_nested and on_cpu.device.type == "cpu" and nested.cpu().device.type == "cpu"
+        outs.append(torch.nested.to_padded_tensor(on_cpu, 0.0))
+        from_cpu = torch.nested.nested_tensor(parts).to(device)
+        assert from_cpu.device.type == torch.device(device).type
+        outs.append(torch.nested.to_padded_tensor(from_cpu.to(torch.float64), 0.0))
         results[device] = [o.cpu() for o in outs]
     for expected, got in zip(results["cpu"], results[N]):
         torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)
