@@ -70,4 +70,13 @@ at::Tensor cpuAlias(const at::Tensor& t) {
   return tensorOver(c10::Storage(std::move(alias_storage)), c10::DispatchKey::CPU, t);
 }
 
+std::optional<at::Tensor> aliasBeside(const at::Tensor& t, const at::Tensor& other, const at::Tensor& other_alias) {
+  if (t.unsafeGetTensorImpl() == other.unsafeGetTensorImpl()) return other_alias;
+  if (!isNeuron(t) || t.is_nested() || other.is_nested() ||
+      t.storage().unsafeGetStorageImpl() != other.storage().unsafeGetStorageImpl()) {
+    return std::nullopt;
+  }
+  return tensorOver(other_alias.storage(), c10::DispatchKey::CPU, t);
+}
+
 }  // namespace torch_neuronx

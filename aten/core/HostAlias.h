@@ -8,6 +8,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <optional>
+
 namespace torch_neuronx {
 
 bool isNeuron(const at::Tensor& t);
@@ -36,5 +38,11 @@ at::Tensor nestedOver(const at::Tensor& storage, const at::Tensor& like);
 // memory comes from t's core (aliasGrowthAllocator); the op layer's
 // syncFromAlias() moves it to `t`.
 at::Tensor cpuAlias(const at::Tensor& t);
+
+// The CPU alias for `t` in a call that already aliased `other` as `other_alias`: that very alias when they
+// are one tensor; a view over its alias storage when both are strided views of one storage, so that a CPU
+// kernel's overlap checks see what they share (else an out= over part of an input is written while it is
+// still read); nullopt otherwise.
+std::optional<at::Tensor> aliasBeside(const at::Tensor& t, const at::Tensor& other, const at::Tensor& other_alias);
 
 }  // namespace torch_neuronx

@@ -44,16 +44,11 @@ inline void checkWritten(const char* op, const at::Tensor& t) {
               op, " writes, where a neuron tensor is required");
 }
 
-// The CPU alias of `t` for a call that also writes `written` through `written_alias`: the
-// same alias object when they are one tensor, so that the CPU kernel sees an in-place
-// call (and refuses a broadcast larger than the tensor) instead of a resizable output;
-// over the same alias storage when they are views of one storage, so that its overlap
-// check refuses a partial overlap (a[1:5].add_(a[:4]) read its own results).
+// The CPU alias of `t` for a call that also writes `written` through `written_alias` (aliasBeside):
+// one tensor gives the same alias object, so that the CPU kernel sees an in-place call (and refuses a
+// broadcast larger than the tensor) instead of a resizable output.
 inline at::Tensor aliasSharing(const at::Tensor& t, const at::Tensor& written, const at::Tensor& written_alias) {
-  if (t.unsafeGetTensorImpl() == written.unsafeGetTensorImpl()) return written_alias;
-  if (isNeuron(t) && t.storage().unsafeGetStorageImpl() == written.storage().unsafeGetStorageImpl()) {
-    return tensorOver(written_alias.storage(), c10::DispatchKey::CPU, t);
-  }
+  if (auto beside = aliasBeside(t, written, written_alias)) return *beside;
   return cpuAlias(t);
 }
 

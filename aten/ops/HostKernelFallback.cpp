@@ -45,15 +45,10 @@ void claimDevice(CallState& state, const at::Tensor& t, const c10::Argument& arg
               c10::toString(state.op.operator_name()), ", argument '", argument.name(), "')");
 }
 
-// Views of one neuron storage get CPU aliases over one CPU storage: the CPU kernel's overlap checks
-// compare storages, so with an alias storage each, an out= over part of an input (cat, take) was
-// written while still being read, where the CPU device raises.
+// Views of one neuron storage get CPU aliases over one CPU storage (aliasBeside).
 at::Tensor aliasSharingStorage(const CallState& state, const at::Tensor& t) {
-  const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
   for (const auto& [original, alias] : state.aliases) {
-    if (!t.is_nested() && !alias.is_nested() && original.storage().unsafeGetStorageImpl() == storage) {
-      return tensorOver(alias.storage(), c10::DispatchKey::CPU, t);
-    }
+    if (auto beside = aliasBeside(t, original, alias)) return *beside;
   }
   return cpuAlias(t);
 }

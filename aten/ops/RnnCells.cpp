@@ -19,7 +19,8 @@ at::Tensor withBias(const at::Tensor& gates, const std::optional<at::Tensor>& bi
   return bias.has_value() && bias->defined() ? gates + *bias : gates;
 }
 
-// Returns (hy, cy, workspace); the workspace holds the activated gates [i, f, g, o], as CUDA's does.
+// Returns (hy, cy, workspace); the workspace (the activated gates [i, f, g, o]) is what the fused backward
+// would read, and nothing reads it here: autograd differentiates the ops above.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lstmCell(const at::Tensor& input_gates, const at::Tensor& hidden_gates,
                                                         const at::Tensor& cx,
                                                         const std::optional<at::Tensor>& input_bias,
@@ -37,7 +38,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lstmCell(const at::Tensor& input_
   return {std::move(hy), std::move(cy), std::move(workspace)};
 }
 
-// Returns (hy, workspace); the workspace holds [r, z, n, hidden n-part, hx] as CUDA's does.
+// Returns (hy, workspace); the workspace ([r, z, n, the hidden n-part, hx]) is, as for the LSTM, unread.
 std::tuple<at::Tensor, at::Tensor> gruCell(const at::Tensor& input_gates, const at::Tensor& hidden_gates,
                                            const at::Tensor& hx, const std::optional<at::Tensor>& input_bias,
                                            const std::optional<at::Tensor>& hidden_bias) {
