@@ -1,5 +1,6 @@
 """torch.nn layers whose ATen code takes accelerator-only paths (fused recurrent cells, the
-transformer encoder's nested-tensor fast path), and nested tensors, against the CPU device."""
+transformer encoder's nested-tensor fast path), and nested tensors (in inference and under autograd), against
+the CPU device."""
 import copy
 import warnings
 
@@ -84,5 +85,33 @@ def test_nested_tensors_in_inference_against_cpu():
         assert from_cpu.device.type == torch.device(device).type
         outs.append(torch.nested.to_padded_tensor(from_cpu.to(torch.float64), 0.0))
         results[device] = [o.cpu() for o in outs]
+    for expected, got in zip(results["cpu"], results[N]):
+        torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_nested_tensors_under_autograd_against_cpu():
+    """A nested tensor that requires grad: autograd reads its nested sizes when it records the first op.
+    Through the CPU kernel that read took the sizes' memory from the tensor (its next op raised "data is not
+    allocated yet"; `nested * 2` crashed the process). The metadata stays on the CPU, as on CUDA. Forward,
+    backward and the metadata against CPU's."""
+    torch.manual_seed(1)
+    parts = [torch.randn(3, 4), torch.randn(2, 4)]
+    linear = torch.nn.Linear(4, 5)
+    results = {}
+    for device in ("cpu", N):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # nested tensors' prototype-stage warning
+            nested = torch.nested.nested_tensor(parts, device=device, requires_grad=True)
+        layer = copy.deepcopy(linear).to(device)
+        out = torch.softmax(layer(torch.relu(nested * 2 - 0.5)), -1)
+        weights = torch.arange(1.0, 6.0, device=device)
+        sum((o * weights).sum() for o in out.unbind()).backward()
+        metadata = [nested._nested_tensor_size(), nested._nested_tensor_strides(),
+                    nested._nested_tensor_storage_offsets()]
+        assert all(m.device.type == "cpu" for m in metadata)
+        assert [m.tolist() for m in metadata] == [[[3, 4], [2, 4]], [[4, 1], [4, 1]], [0, 12]]
+        results[device] = [torch.nested.to_padded_tensor(out.detach(), 0.0), torch.nested.to_padded_tensor(
+            nested.grad, 0.0), layer.weight.grad, layer.bias.grad]
+        results[device] = [r.cpu() for r in results[device]]
     for expected, got in zip(results["cpu"], results[N]):
         torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)

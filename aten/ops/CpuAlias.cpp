@@ -61,7 +61,10 @@ at::Tensor fromCpuResult(const at::Tensor& result, c10::DeviceIndex device,
   }
   const size_t nbytes = result.storage().nbytes();
   c10::DataPtr memory;
-  if (result.storage().use_count() == 1 && result.storage().resizable() && nbytes > 0) {
+  // A result only this call holds is the kernel's new output and its memory moves over; a kernel may also
+  // return a tensor that lives on elsewhere (a nested tensor's metadata, a cached constant), whose memory
+  // must stay where it is.
+  if (result.use_count() == 1 && result.storage().use_count() == 1 && result.storage().resizable() && nbytes > 0) {
     c10::DataPtr host = result.storage().unsafeGetStorageImpl()->set_data_ptr(c10::DataPtr());
     memory = isDeviceAllocation(host) ? relabelAsDevice(std::move(host), device)
                                       : adoptHostMemory(std::move(host), nbytes, device);
