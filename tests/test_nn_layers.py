@@ -92,8 +92,9 @@ def test_nested_tensors_in_inference_against_cpu():
 def test_nested_tensors_under_autograd_against_cpu():
     """A nested tensor that requires grad: autograd reads its nested sizes when it records the first op.
     Through the CPU kernel that read took the sizes' memory from the tensor (its next op raised "data is not
-    allocated yet"; `nested * 2` crashed the process). The metadata stays on the CPU, as on CUDA. Forward,
-    backward and the metadata against CPU's."""
+    allocated yet"; `nested * 2` crashed the process). The metadata stays on the CPU, as on CUDA, and ops
+    that build a nested tensor over a neuron buffer take it from there. Forward, backward and the metadata
+    against CPU's."""
     torch.manual_seed(1)
     parts = [torch.randn(3, 4), torch.randn(2, 4)]
     linear = torch.nn.Linear(4, 5)
@@ -105,7 +106,9 @@ def test_nested_tensors_under_autograd_against_cpu():
         layer = copy.deepcopy(linear).to(device)
         out = torch.softmax(layer(torch.relu(nested * 2 - 0.5)), -1)
         weights = torch.arange(1.0, 6.0, device=device)
-        sum((o * weights).sum() for o in out.unbind()).backward()
+        # to_padded_tensor's backward rebuilds a nested tensor from the CPU sizes (_nested_from_padded)
+        padded = torch.nested.to_padded_tensor(nested * nested, 0.0)
+        (sum((o * weights).sum() for o in out.unbind()) + (padded * torch.arange(4.0, device=device)).sum()).backward()
         metadata = [nested._nested_tensor_size(), nested._nested_tensor_strides(),
                     nested._nested_tensor_storage_offsets()]
         assert all(m.device.type == "cpu" for m in metadata)

@@ -75,8 +75,17 @@ at::Tensor bridgeTensor(CallState& state, const at::Tensor& t, const c10::Argume
   return alias;
 }
 
+// A nested tensor's sizes, strides and offsets are CPU tensors on every device, so the ops that build one
+// over a device buffer take them from the CPU, as CUDA's kernels do.
+bool isNestedMetadata(const c10::OperatorHandle& op, const c10::Argument& argument) {
+  const std::string& name = op.operator_name().name;
+  const bool builds_nested = name == "aten::_nested_view_from_buffer" ||
+                             name == "aten::_nested_view_from_buffer_copy" || name == "aten::_nested_from_padded";
+  return builds_nested && argument.name() != "self" && argument.name() != "padded" && argument.name() != "out";
+}
+
 IValue bridgeArgument(CallState& state, const IValue& value, const c10::Argument& argument) {
-  if (value.isTensor()) return bridgeTensor(state, value.toTensor(), argument, false);
+  if (value.isTensor()) return bridgeTensor(state, value.toTensor(), argument, isNestedMetadata(state.op, argument));
   if (value.isTensorList()) {
     c10::List<at::Tensor> bridged;
     for (const at::Tensor& t : value.toTensorList()) bridged.push_back(bridgeTensor(state, t, argument, false));
@@ -215,8 +224,10 @@ void routeStructuredOpsToHostKernels() {
     library->impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&hostKernelFallback>());
   }
   // Generic kernels that reject devices they do not know: mode's out= form, and conj_physical_
-  // (its composite kernel calls the CPU's DispatchStub for the tensor's own device).
-  for (const char* name : {"mode.values", "conj_physical_"}) {
+  // (its composite kernel calls the CPU's DispatchStub for the tensor's own device). ldexp's composite
+  // kernel takes the exact route (C's ldexp) on devices with an ldexp kernel and elsewhere multiplies by
+  // pow(2, other) in self's dtype, which overflows (float16 ldexp(2^-10, 20) gave inf for 1024).
+  for (const char* name : {"mode.values", "conj_physical_", "ldexp.Tensor", "ldexp.out", "ldexp_"}) {
     library->impl(name, torch::CppFunction::makeFromBoxedFunction<&hostKernelFallback>());
   }
   routeNestedOpsToHostKernels();
