@@ -440,26 +440,39 @@ void max8(const Bound& b) {
   }
 }
 
-// Indices of the first occurrences; a value that occurs again among vals takes its next occurrence;
-// a value not found gets all ones, as the hardware writes.
+// Where each of vals[0..8) occurs in data (-1: nowhere). nc_find_index8 takes first occurrences, a value
+// repeated among vals its next occurrence. nc_match_replace8 takes vals from the last to the first, each
+// matching the first occurrence that no earlier match replaced by `imm`, and replaces it.
+std::array<int64_t, 8> matchEight(std::vector<float>& data, const std::vector<float>& vals, bool replacing,
+                                  float imm) {
+  std::array<int64_t, 8> found;
+  found.fill(-1);
+  for (int step = 0; step < 8; ++step) {
+    const int j = replacing ? 7 - step : step;
+    int earlier = 0;
+    for (int e = 0; e < j && !replacing; ++e) earlier += vals[e] == vals[j];
+    for (std::size_t i = 0; i < data.size(); ++i) {
+      if (data[i] == vals[j] && earlier-- == 0) {
+        found[j] = static_cast<int64_t>(i);
+        if (replacing) data[i] = imm;
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+// A value not found gets all ones, as the hardware writes. reverse0: the indices nc_match_replace8 writes.
 void findIndex8(const Bound& b) {
   std::vector<float> data, vals;
   const bool wide = b.dst_type == Dtype::kUInt32;
   for (int64_t p = 0; p < b.in.dst.sizes[0]; ++p) {
     gatherPartition(b, 0, p, data);
     gatherPartition(b, 1, p, vals);
+    const auto where = matchEight(data, vals, b.in.reverse0, b.in.operand0.value);
     uint32_t found[8];
-    for (int j = 0; j < 8; ++j) {
-      int earlier = 0;
-      for (int e = 0; e < j; ++e) earlier += vals[e] == vals[j];
-      found[j] = wide ? 0xffffffffu : 0xffffu;
-      for (std::size_t i = 0; i < data.size(); ++i) {
-        if (data[i] == vals[j] && earlier-- == 0) {
-          found[j] = static_cast<uint32_t>(i);
-          break;
-        }
-      }
-    }
+    const uint32_t none = wide ? 0xffffffffu : 0xffffu;
+    for (int j = 0; j < 8; ++j) found[j] = where[j] >= 0 ? static_cast<uint32_t>(where[j]) : none;
     // Written as integers: all ones has no exact fp32 value.
     const Access part = partitionOf(b.in.dst, p);
     int j = 0;
@@ -474,6 +487,16 @@ void findIndex8(const Bound& b) {
         }
       }
     });
+  }
+}
+
+void matchReplace8(const Bound& b) {
+  std::vector<float> data, vals;
+  for (int64_t p = 0; p < b.in.dst.sizes[0]; ++p) {
+    gatherPartition(b, 0, p, data);
+    gatherPartition(b, 1, p, vals);
+    matchEight(data, vals, /*replacing=*/true, b.in.operand0.value);
+    scatterPartition(b, p, data.data());
   }
 }
 
@@ -704,6 +727,9 @@ void execute(const Bound& b) {
     case Opcode::kFindIndex8:
       findIndex8(b);
       break;
+    case Opcode::kMatchReplace8:
+      matchReplace8(b);
+      break;
     case Opcode::kBnStats:
       bnStats(b);
       break;
@@ -726,6 +752,7 @@ bool rowsIndependent(const Program& program, const Instruction& in) {
     case Opcode::kMatmul:
     case Opcode::kMax8:
     case Opcode::kFindIndex8:
+    case Opcode::kMatchReplace8:
     case Opcode::kBnStats:
     case Opcode::kBnAggr:
       return false;

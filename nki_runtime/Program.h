@@ -37,6 +37,7 @@ enum class Opcode : uint8_t {
   kBnAggr,           // dst[p] = (mean, variance) of the (count, mean, variance * count) triples p holds
   kPartitionReduce,  // dst[0, f...] = op0 over the partitions p of data[p, f...], in order (GpSimd)
   kAffineSelect,     // dst = (affine value of the index (as kIota) op0 0) ? on_true : operand0 (GpSimd)
+  kMatchReplace8,    // dst = data with the first occurrence of each of vals[p, 0..8) replaced by operand0
 };
 
 enum class AluOp : uint8_t {
@@ -99,7 +100,8 @@ struct Instruction {
   AluOp op0 = AluOp::kBypass;
   AluOp op1 = AluOp::kBypass;
   Operand operand0, operand1;  // kTensorScalar; kActivation: scale, bias; kTensorTensorScan: initial
-  bool reverse0 = false;       // kTensorScalar: operand0 op0 data instead
+  bool reverse0 = false;       // kTensorScalar: operand0 op0 data instead; kFindIndex8: as kMatchReplace8
+                               // pairs repeated vals (the indices nc_match_replace8 writes; operand0 its imm)
   bool reverse1 = false;
   Function function = Function::kCopy;
   int32_t reduce_axes = 0;

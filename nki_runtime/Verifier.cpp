@@ -25,7 +25,7 @@ std::string_view opcodeName(Opcode opcode) {
       "dma_copy", "nc_matmul", "nc_transpose", "tensor_tensor", "tensor_scalar", "activation",
       "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select",
       "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr", "tensor_partition_reduce",
-      "affine_select"};
+      "affine_select", "nc_match_replace8"};
   return kNames[static_cast<int>(opcode)];
 }
 
@@ -283,6 +283,9 @@ class Checker {
       case Opcode::kFindIndex8:
         values = 8, fewest = 8, most = 16384;
         break;
+      case Opcode::kMatchReplace8:  // the data with eight of its values replaced
+        values = in.inputs.empty() ? 0 : perPartition(in.inputs[0]), fewest = 1, most = 16384;
+        break;
       case Opcode::kBnStats:
         values = 6, most = 512;  // nl.tile_size.bn_stats_fmax
         break;
@@ -305,8 +308,10 @@ class Checker {
     if (in.opcode == Opcode::kBnAggr && n % 3 != 0) {
       fail(i, "reads (count, mean, variance * count) triples: ", n, " elements per partition is not a multiple of 3");
     }
-    if (in.opcode == Opcode::kFindIndex8) {
+    if (in.opcode == Opcode::kFindIndex8 || in.opcode == Opcode::kMatchReplace8) {
       if (perPartition(in.inputs[1]) != 8) fail(i, "vals holds 8 values per partition, not ", perPartition(in.inputs[1]));
+    }
+    if (in.opcode == Opcode::kFindIndex8) {
       const Dtype d = tensor(in.dst).dtype;
       if (d != Dtype::kUInt32 && d != Dtype::kUInt16) fail(i, "writes indices: dst must be uint32 or uint16, not ", name(d));
     }

@@ -111,6 +111,13 @@ def find_index8_into_floats(x):
 
 
 @nki.jit
+def match_replace8_with_four_vals(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    tile = nl.load(x)
+    nisa.nc_match_replace8(out, tile, tile[:, 0:4], imm=0.0)
+
+
+@nki.jit
 def partition_reduce_into_two_partitions(x):
     total = nl.ndarray((2, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
     nisa.tensor_partition_reduce(total, nl.add, nl.load(x))  # the result is one partition

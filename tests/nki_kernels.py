@@ -271,6 +271,43 @@ def find_index8(data, vals):
 
 
 @nki.jit
+def top_k_rounds(x, rounds):
+    """The 8 * rounds largest values of each row and where they are, as NKI top-k kernels find them: max8,
+    then nc_match_replace8 knocks those out (with their indices) for the next round."""
+    rows, _ = x.shape
+    values = nl.ndarray((rows, 8 * rounds), dtype=x.dtype, buffer=nl.shared_hbm)
+    indices = nl.ndarray((rows, 8 * rounds), dtype=nl.uint32, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    for r in range(rounds):
+        best = nl.ndarray((rows, 8), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.max8(best, tile)
+        where = nl.ndarray((rows, 8), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.nc_match_replace8(tile, tile, best, imm=-1e30, dst_idx=where)  # in place, as the kernels do
+        nl.store(values[:, r * 8:(r + 1) * 8], value=best)
+        nl.store(indices[:, r * 8:(r + 1) * 8], value=where)
+    return values, indices
+
+
+@nki.jit
+def match_replace8(data, vals, imm):
+    replaced = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.shared_hbm)
+    indices = nl.ndarray((data.shape[0], 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    out = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.sbuf)
+    where = nl.ndarray((data.shape[0], 8), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.nc_match_replace8(dst=out, data=nl.load(data), vals=nl.load(vals), imm=imm, dst_idx=where)
+    nl.store(replaced, value=out)
+    nl.store(indices, value=where)
+    return replaced, indices
+
+
+@beta.jit
+def match_replace8_beta(data, vals):
+    replaced = bnl.ndarray(data.shape, dtype=data.dtype, buffer=bnl.shared_hbm)
+    bnl.store(replaced, value=bisa.nc_match_replace8(data=bnl.load(data), vals=bnl.load(vals), imm=0.0))
+    return replaced
+
+
+@nki.jit
 def scaled_residual(x, residual, shift):
     """(x * 0.5) + residual, and shift[p] - x[p] minus residual: scalar_tensor_tensor both ways round."""
     first = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)

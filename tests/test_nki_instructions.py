@@ -62,6 +62,30 @@ def test_find_index8_repeated_and_missing_values():
     assert out.tolist() == [[0, 2, 1, 4, ALL_ONES, ALL_ONES, 8, 3]]
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_max8_and_match_replace8_find_the_top_24(dtype):
+    torch.manual_seed(5)
+    x = torch.stack([torch.randperm(300) for _ in range(128)]).to(torch.float32).sub(150).to(dtype)
+    values, indices = k.top_k_rounds(neuron(x), 3)
+    expected = torch.topk(x.float(), 24, dim=1)
+    assert torch.equal(values.cpu().float(), expected.values)
+    assert torch.equal(indices.cpu().to(torch.int64), expected.indices)
+
+
+def test_match_replace8_pairs_repeated_values_from_the_last():
+    # AWS's example: vals are taken from the last to the first, so the first 8 goes to the highest slot.
+    data = torch.tensor([[1.0, 2, 3, 4, 8, 8, 8, 8, 8, 8, 8], [5, 6, 7, 5, 6, 7, 5, 6, 7, 0, 0]])
+    vals = torch.tensor([[3.0, 8, 8, 8, 8, 8, 8, 8], [5, 5, 5, 6, 7, 7, 0, 42]])
+    replaced, indices = k.match_replace8(neuron(data), neuron(vals), -1.0)
+    assert indices.cpu().to(torch.int64).tolist() == [[2, 10, 9, 8, 7, 6, 5, 4], [6, 3, 0, 1, 5, 2, 9, ALL_ONES]]
+    expected = data.clone()
+    expected[0, [2, 4, 5, 6, 7, 8, 9, 10]] = -1
+    expected[1, [0, 3, 6, 1, 2, 5, 9]] = -1
+    assert torch.equal(replaced.cpu(), expected)
+    beta = k.match_replace8_beta(neuron(data), neuron(vals)).cpu()
+    assert torch.equal(beta, torch.where(expected == -1, torch.zeros(()), data))
+
+
 def test_scalar_tensor_tensor_both_ways_round():
     torch.manual_seed(4)
     x, residual, shift = torch.randn(128, 64), torch.randn(128, 64), torch.randn(128, 1)
@@ -73,6 +97,7 @@ def test_scalar_tensor_tensor_both_ways_round():
 @pytest.mark.parametrize("kernel, shape, message", [
     (bad.bn_stats_too_wide, (128, 600), "reads 600 elements per partition; it takes 1 to 512"),
     (bad.find_index8_into_floats, (128, 16), "dst must be uint32 or uint16"),
+    (bad.match_replace8_with_four_vals, (128, 16), "vals holds 8 values per partition, not 4"),
     (bad.partition_reduce_into_two_partitions, (128, 16), "dst must be one partition with the data's free shape"),
     (bad.affine_select_from_psum, (128, 16), "reads and writes SBUF only"),
 ])

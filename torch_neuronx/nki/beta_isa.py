@@ -176,6 +176,12 @@ def nc_find_index8(*, data: View, vals: View, dtype=None, mask=None, **_) -> Vie
     return out
 
 
+def nc_match_replace8(*, data: View, vals: View, imm, dst_idx: View = None, dtype=None, mask=None, **_) -> View:
+    out = _out(data.shape, dtype, data.dtype)
+    isa.nc_match_replace8(out, data, vals, imm, dst_idx=dst_idx, mask=mask)
+    return out
+
+
 def bn_stats(data: View, dtype=None, mask=None, **_) -> View:
     out = _out((data.shape[0], 6), dtype, data.dtype)
     isa.bn_stats(out, data, mask=mask)

@@ -430,6 +430,16 @@ def nc_find_index8(dst: View, data: View, vals: View, mask=None, **_) -> None:
     _emit("nc_find_index8", "vector", dst, (data, vals), mask)
 
 
+def nc_match_replace8(dst: View, data: View, vals: View, imm, dst_idx: View = None, mask=None, **_) -> None:
+    """dst = data with the first occurrence of each of vals[p, :8] replaced by imm, vals taken from the
+    last to the first (a value repeated in vals replaces its next occurrence each time); dst_idx, if given,
+    gets where each was found (a repeated value's first occurrence in its highest slot, the reverse of
+    nc_find_index8's pairing; all ones where a value is not found)."""
+    if dst_idx is not None:  # read before dst is written: dst may be data itself
+        _emit("nc_find_index8", "vector", dst_idx, (data, vals), mask, reverse0=True, operand0=(-1, float(imm)))
+    _emit("nc_match_replace8", "vector", dst, (data, vals), mask, operand0=(-1, float(imm)))
+
+
 def bn_stats(dst: View, data: View, mask=None, **_) -> None:
     """dst[p, :6] = (count, mean, variance * count) of partition p's even-indexed elements, then of its
     odd-indexed ones: the input of bn_aggr (at most nl.tile_size.bn_stats_fmax elements per partition)."""
@@ -447,7 +457,7 @@ def bn_aggr(dst: View, data: View, mask=None, **_) -> None:
 _NOT_EMULATED = {
     "nc_matmul_mx", "quantize_mx", "tensor_scalar_cumulative", "dropout", "rng", "rand2", "rand_set_state",
     "rand_get_state", "set_rng_seed", "range_select", "select_reduce", "sequence_bounds", "nonzero_with_count",
-    "local_gather", "nc_n_gather", "nc_stream_shuffle", "nc_match_replace8", "dma_compute", "register_alloc",
+    "local_gather", "nc_n_gather", "nc_stream_shuffle", "dma_compute", "register_alloc",
     "register_load", "register_move", "register_store", "core_barrier", "sendrecv"}
 
 
