@@ -118,6 +118,14 @@ def match_replace8_with_four_vals(x):
 
 
 @nki.jit
+def select_reduce_with_a_uint32_predicate(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    keep = nl.ndarray(x.shape, dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.memset(keep, 1)
+    nisa.select_reduce(out, keep, nl.load(x), 0.0)
+
+
+@nki.jit
 def partition_reduce_into_two_partitions(x):
     total = nl.ndarray((2, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
     nisa.tensor_partition_reduce(total, nl.add, nl.load(x))  # the result is one partition

@@ -300,6 +300,31 @@ def match_replace8(data, vals, imm):
     return replaced, indices
 
 
+@nki.jit
+def select_reduce_number(x, keep):
+    """x where keep is nonzero, else -100, and each row's maximum of that (select_reduce)."""
+    picked = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    best = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    top = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.select_reduce(dst=out, predicate=nl.load(keep), on_true=nl.load(x), on_false=-100.0, reduce_res=top,
+                       reduce_cmd=nisa.reduce_cmd.reset_reduce, reduce_op=nl.maximum)
+    nl.store(picked, value=out)
+    nl.store(best, value=top)
+    return picked, best
+
+
+@beta.jit
+def select_reduce_row_fill(x, drop, fill):
+    """The beta API: x where drop is zero (reverse_pred), else the row's own fill value."""
+    picked = bnl.ndarray(x.shape, dtype=x.dtype, buffer=bnl.shared_hbm)
+    out = bnl.ndarray(x.shape, dtype=x.dtype, buffer=bnl.sbuf)
+    bisa.select_reduce(dst=out, predicate=bnl.load(drop), on_true=bnl.load(x), on_false=bnl.load(fill),
+                       reverse_pred=True)
+    bnl.store(picked, value=out)
+    return picked
+
+
 @beta.jit
 def match_replace8_beta(data, vals):
     replaced = bnl.ndarray(data.shape, dtype=data.dtype, buffer=bnl.shared_hbm)

@@ -86,6 +86,21 @@ def test_match_replace8_pairs_repeated_values_from_the_last():
     assert torch.equal(beta, torch.where(expected == -1, torch.zeros(()), data))
 
 
+@pytest.mark.parametrize("predicate_dtype", [torch.uint8, torch.int16])
+def test_select_reduce_against_torch_where(predicate_dtype):
+    torch.manual_seed(6)
+    x = torch.randn(128, 40)
+    keep = (torch.rand(128, 40) > 0.5).to(predicate_dtype)
+    keep[7] = 0  # a row of nothing but the fill value
+    picked, best = k.select_reduce_number(neuron(x), neuron(keep))
+    expected = torch.where(keep != 0, x, torch.tensor(-100.0))
+    assert torch.equal(picked.cpu(), expected)
+    assert torch.equal(best.cpu(), expected.amax(1, keepdim=True))
+    fill = torch.randn(128, 1)
+    beta = k.select_reduce_row_fill(neuron(x), neuron(keep), neuron(fill)).cpu()
+    assert torch.equal(beta, torch.where(keep == 0, x, fill.expand(128, 40)))
+
+
 def test_scalar_tensor_tensor_both_ways_round():
     torch.manual_seed(4)
     x, residual, shift = torch.randn(128, 64), torch.randn(128, 64), torch.randn(128, 1)
@@ -98,6 +113,7 @@ def test_scalar_tensor_tensor_both_ways_round():
     (bad.bn_stats_too_wide, (128, 600), "reads 600 elements per partition; it takes 1 to 512"),
     (bad.find_index8_into_floats, (128, 16), "dst must be uint32 or uint16"),
     (bad.match_replace8_with_four_vals, (128, 16), "vals holds 8 values per partition, not 4"),
+    (bad.select_reduce_with_a_uint32_predicate, (128, 16), "it must be int8, uint8, int16 or uint16"),
     (bad.partition_reduce_into_two_partitions, (128, 16), "dst must be one partition with the data's free shape"),
     (bad.affine_select_from_psum, (128, 16), "reads and writes SBUF only"),
 ])

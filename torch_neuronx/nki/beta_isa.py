@@ -182,6 +182,13 @@ def nc_match_replace8(*, data: View, vals: View, imm, dst_idx: View = None, dtyp
     return out
 
 
+def select_reduce(*, dst: View, predicate: View, on_true: View, on_false, reduce_res: View = None, reduce_cmd=None,
+                  reduce_op=None, reverse_pred=False, mask=None, **_) -> View:
+    isa.select_reduce(dst, predicate, on_true, on_false, reduce_res=reduce_res, reduce_cmd=reduce_cmd,
+                      reduce_op=reduce_op, reverse_pred=reverse_pred, mask=mask)
+    return dst
+
+
 def bn_stats(data: View, dtype=None, mask=None, **_) -> View:
     out = _out((data.shape[0], 6), dtype, data.dtype)
     isa.bn_stats(out, data, mask=mask)

@@ -401,6 +401,51 @@ def tensor_copy_predicated(dst: View, src, predicate: View, reverse_pred: bool =
     _emit("select", "vector", d, (p, d, s) if reverse_pred else (p, s, d), mask)
 
 
+_SELECT_REDUCE_PREDICATES = ("int8", "uint8", "int16", "uint16")
+
+
+def select_reduce(dst: View, predicate: View, on_true: View, on_false, reduce_res: View = None, reduce_cmd=None,
+                  reduce_op=None, reverse_pred: bool = False, mask=None, **_) -> None:
+    """dst = on_true where the predicate is nonzero (zero with reverse_pred), else on_false (a number, or a
+    [partitions, 1] tile for each partition), on the Vector engine; with reduce_res, also the maximum over
+    dst's free axes, through the engine's registers as reduce_cmd says (as tensor_scalar_reduce)."""
+    trace = current()
+    if predicate.dtype not in _SELECT_REDUCE_PREDICATES:
+        raise trace.error(f"select_reduce: the predicate is {predicate.dtype}; it must be int8, uint8, int16 or "
+                          "uint16")
+    if on_true.dtype in ("tfloat32", "int32", "uint32"):
+        raise trace.error(f"select_reduce: on_true cannot be {on_true.dtype}")
+    if on_true.buffer == "psum" and predicate.buffer == "psum":
+        raise trace.error("select_reduce: on_true or predicate may be in PSUM, not both")
+    views = [dst, predicate, on_true]
+    if any(v.shape != dst.shape for v in views):
+        views = [nl._squeezed(v) for v in views]
+        if any(v.shape != views[0].shape for v in views):
+            raise trace.error(f"select_reduce: dst {dst!r}, the predicate {predicate!r} and on_true {on_true!r} "
+                              "differ in shape")
+    d, p, t = views
+    numpy_max = getattr(reduce_op, "__name__", None) in ("amax", "max")  # the beta API's default, np.amax
+    if reduce_op is not None and not numpy_max and alu_of(reduce_op) != "maximum":
+        raise trace.error("select_reduce: reduce_op supports maximum only")
+    if isinstance(on_false, View):
+        if on_false.ndim != 2 or on_false.shape != (d.shape[0], 1):
+            raise trace.error(f"select_reduce: on_false {on_false!r} must be a number or a [{d.shape[0]}, 1] tile")
+        flat = View(on_false.decl, on_false.offset, [d.shape[0]] + [1] * (d.ndim - 1),
+                    [on_false.strides[0]] + [0] * (d.ndim - 1))
+        _emit("select", "vector", d, (p, t, _broadcast(flat, d)), mask, reverse0=bool(reverse_pred))
+    else:
+        if isinstance(on_false, bool) or not isinstance(on_false, (int, float)):
+            raise trace.error(f"select_reduce: on_false must be a number or a tile, got {on_false!r}")
+        # select's immediate is its first choice: swap the choices by flipping the predicate
+        _emit("select", "vector", d, (p, t), mask, operand0=(-1, float(on_false)), reverse0=not reverse_pred)
+    if reduce_res is not None:
+        if tuple(reduce_res.shape) != (d.shape[0], 1) or not reduce_res.dtype.startswith(("float", "bfloat")):
+            raise trace.error(f"select_reduce: reduce_res {reduce_res!r} must be a float [{d.shape[0]}, 1] tile")
+        _side_reduction("vector", dst, nl.maximum, reduce_res, reduce_cmd)
+    elif reduce_cmd not in (None, "idle"):  # reduce_cmd.idle (the argument hides the class)
+        _side_reduction("vector", dst, nl.maximum, None, reduce_cmd)
+
+
 def scalar_tensor_tensor(dst: View, data: View, op0, operand0, op1, operand1: View, reverse0: bool = False,
                          reverse1: bool = False, mask=None, **_) -> None:
     """dst = (data op0 operand0) op1 operand1: operand0 a scalar or a [partitions, 1] vector, operand1 a
@@ -456,7 +501,7 @@ def bn_aggr(dst: View, data: View, mask=None, **_) -> None:
 # kernel using one fails on the name rather than on a bare missing attribute.
 _NOT_EMULATED = {
     "nc_matmul_mx", "quantize_mx", "tensor_scalar_cumulative", "dropout", "rng", "rand2", "rand_set_state",
-    "rand_get_state", "set_rng_seed", "range_select", "select_reduce", "sequence_bounds", "nonzero_with_count",
+    "rand_get_state", "set_rng_seed", "range_select", "sequence_bounds", "nonzero_with_count",
     "local_gather", "nc_n_gather", "nc_stream_shuffle", "dma_compute", "register_alloc",
     "register_load", "register_move", "register_store", "core_barrier", "sendrecv"}
 
