@@ -14,51 +14,11 @@
 #include "nki_runtime/Fp32Matmul.h"
 #include "nki_runtime/IndirectDma.h"
 #include "nki_runtime/Parallel.h"
+#include "nki_runtime/PartitionSummaries.h"
+#include "nki_runtime/RowLoops.h"
 #include "runtime/SimdLevel.h"
 
 namespace nki {
-namespace {
-
-
-// Instructions of fewer bytes run on one thread: handing out the rest costs more than it saves.
-constexpr int64_t kMinParallelBytes = int64_t{64} << 10;
-
-// The rows of `shape`: the indices of all but its last axis.
-int64_t rowCount(const Access& shape) {
-  int64_t rows = 1;
-  for (int a = 0; a + 1 < shape.rank; ++a) rows *= shape.sizes[a];
-  return rows;
-}
-
-// Calls row(offsets) for rows [begin, end) of `shape` (row-major over all but
-// its last axis), offsets[v] being where views[v]'s row starts (in elements).
-template <typename Row>
-void forEachRow(const Access& shape, const std::vector<const Access*>& views, Row row, int64_t begin,
-                int64_t end) {
-  std::array<int64_t, kMaxAxes> index{};
-  for (int64_t a = shape.rank - 2, rest = begin; a >= 0; --a) {
-    index[a] = rest % shape.sizes[a];
-    rest /= shape.sizes[a];
-  }
-  std::array<int64_t, 8> offsets{};
-  for (int64_t r = begin; r < end; ++r) {
-    for (std::size_t v = 0; v < views.size(); ++v) {
-      int64_t offset = views[v]->offset;
-      for (int a = 0; a + 1 < shape.rank; ++a) offset += index[a] * views[v]->strides[a];
-      offsets[v] = offset;
-    }
-    row(offsets);
-    for (int a = shape.rank - 2; a >= 0; --a) {
-      if (++index[a] < shape.sizes[a]) break;
-      index[a] = 0;
-    }
-  }
-}
-
-template <typename Row>
-void forEachRow(const Access& shape, const std::vector<const Access*>& views, Row row) {
-  forEachRow(shape, views, row, 0, rowCount(shape));
-}
 
 // Scratch rows of fp32, reused across instructions of a thread.
 float* scratch(int slot, int64_t count) {
@@ -67,8 +27,11 @@ float* scratch(int slot, int64_t count) {
   return rows[slot].data();
 }
 
-int64_t inner(const Access& access) { return access.sizes[access.rank - 1]; }
-int64_t innerStride(const Access& access) { return access.strides[access.rank - 1]; }
+namespace {
+
+
+// Instructions of fewer bytes run on one thread: handing out the rest costs more than it saves.
+constexpr int64_t kMinParallelBytes = int64_t{64} << 10;
 
 float identityOf(AluOp op) {
   switch (op) {
@@ -257,6 +220,24 @@ void affineSelect(const Bound& b) {
   });
 }
 
+// The free index counts from `start` along each partition's row; both per-partition bounds must hold.
+void rangeSelect(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  const float start = b.in.coefficients[0], fill = b.in.coefficients[1];
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    float* row = scratch(0, n);
+    b.loadInput(0, o[1], row);
+    float low = 0.f, high = 0.f;
+    b.scalarOperand(b.in.operand0, o, low);
+    b.scalarOperand(b.in.operand1, o, high);
+    for (int64_t j = 0; j < n; ++j) {
+      const float index = start + static_cast<float>(j);
+      if (apply(b.in.op0, index, low) == 0.f || apply(b.in.op1, index, high) == 0.f) row[j] = fill;
+    }
+    b.storeDst(row, o[0]);
+  });
+}
+
 void scan(const Bound& b) {
   const int64_t n = inner(b.in.dst);
   forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
@@ -377,39 +358,6 @@ void scalarTensorTensor(const Bound& b) {
   });
 }
 
-// Partition p of a view: its free axes only.
-Access partitionOf(const Access& view, int64_t p) {
-  Access part = view;
-  part.offset += p * view.strides[0];
-  part.sizes[0] = 1;
-  return part;
-}
-
-// Every element partition p of input k holds, in the row-major order of its free axes, in fp32.
-void gatherPartition(const Bound& b, int k, int64_t p, std::vector<float>& out) {
-  const Access part = partitionOf(b.in.inputs[k], p);
-  const std::size_t size = byteSize(b.input_types[k]);
-  const int64_t n = inner(part);
-  out.clear();
-  forEachRow(part, {&part}, [&](const std::array<int64_t, 8>& o) {
-    const std::size_t at = out.size();
-    out.resize(at + n);
-    loadRow(b.inputs[k] + o[0] * size, innerStride(part) * size, n, b.input_types[k], out.data() + at);
-  });
-}
-
-// Writes `values` over partition p of dst, in the row-major order of its free axes.
-void scatterPartition(const Bound& b, int64_t p, const float* values) {
-  const Access part = partitionOf(b.in.dst, p);
-  const std::size_t size = byteSize(b.dst_type);
-  const int64_t n = inner(part);
-  int64_t done = 0;
-  forEachRow(part, {&part}, [&](const std::array<int64_t, 8>& o) {
-    storeRow(values + done, n, b.dst + o[0] * size, innerStride(part) * size, b.dst_type);
-    done += n;
-  });
-}
-
 // dst[0, f...] = op0 over the partitions of data, one after another (GpSimd reduces across lanes).
 void partitionReduce(const Bound& b) {
   const Access& data = b.in.inputs[0];
@@ -427,118 +375,6 @@ void partitionReduce(const Bound& b) {
     }
     b.storeDst(acc, o[0]);
   });
-}
-
-void max8(const Bound& b) {
-  std::vector<float> data;
-  for (int64_t p = 0; p < b.in.dst.sizes[0]; ++p) {
-    gatherPartition(b, 0, p, data);
-    // NaN compares as the largest value, so that it shows rather than vanishes.
-    const auto larger = [](float x, float y) { return std::isnan(x) ? !std::isnan(y) : x > y; };
-    std::partial_sort(data.begin(), data.begin() + 8, data.end(), larger);
-    scatterPartition(b, p, data.data());
-  }
-}
-
-// Where each of vals[0..8) occurs in data (-1: nowhere). nc_find_index8 takes first occurrences, a value
-// repeated among vals its next occurrence. nc_match_replace8 takes vals from the last to the first, each
-// matching the first occurrence that no earlier match replaced by `imm`, and replaces it.
-std::array<int64_t, 8> matchEight(std::vector<float>& data, const std::vector<float>& vals, bool replacing,
-                                  float imm) {
-  std::array<int64_t, 8> found;
-  found.fill(-1);
-  for (int step = 0; step < 8; ++step) {
-    const int j = replacing ? 7 - step : step;
-    int earlier = 0;
-    for (int e = 0; e < j && !replacing; ++e) earlier += vals[e] == vals[j];
-    for (std::size_t i = 0; i < data.size(); ++i) {
-      if (data[i] == vals[j] && earlier-- == 0) {
-        found[j] = static_cast<int64_t>(i);
-        if (replacing) data[i] = imm;
-        break;
-      }
-    }
-  }
-  return found;
-}
-
-// A value not found gets all ones, as the hardware writes. reverse0: the indices nc_match_replace8 writes.
-void findIndex8(const Bound& b) {
-  std::vector<float> data, vals;
-  const bool wide = b.dst_type == Dtype::kUInt32;
-  for (int64_t p = 0; p < b.in.dst.sizes[0]; ++p) {
-    gatherPartition(b, 0, p, data);
-    gatherPartition(b, 1, p, vals);
-    const auto where = matchEight(data, vals, b.in.reverse0, b.in.operand0.value);
-    uint32_t found[8];
-    const uint32_t none = wide ? 0xffffffffu : 0xffffu;
-    for (int j = 0; j < 8; ++j) found[j] = where[j] >= 0 ? static_cast<uint32_t>(where[j]) : none;
-    // Written as integers: all ones has no exact fp32 value.
-    const Access part = partitionOf(b.in.dst, p);
-    int j = 0;
-    forEachRow(part, {&part}, [&](const std::array<int64_t, 8>& o) {
-      for (int64_t i = 0; i < inner(part); ++i, ++j) {
-        const int64_t element = o[0] + i * innerStride(part);
-        if (wide) {
-          std::memcpy(b.at(b.dst, b.dst_type, element), &found[j], 4);
-        } else {
-          const auto narrow = static_cast<uint16_t>(found[j]);
-          std::memcpy(b.at(b.dst, b.dst_type, element), &narrow, 2);
-        }
-      }
-    });
-  }
-}
-
-void matchReplace8(const Bound& b) {
-  std::vector<float> data, vals;
-  for (int64_t p = 0; p < b.in.dst.sizes[0]; ++p) {
-    gatherPartition(b, 0, p, data);
-    gatherPartition(b, 1, p, vals);
-    matchEight(data, vals, /*replacing=*/true, b.in.operand0.value);
-    scatterPartition(b, p, data.data());
-  }
-}
-
-// (count, mean, variance * count) of x[first], x[first + 2], ...; an empty group is (0, 0, 0).
-void groupStatistics(const std::vector<float>& x, std::size_t first, float* out) {
-  double count = 0, sum = 0;
-  for (std::size_t i = first; i < x.size(); i += 2) count += 1, sum += x[i];
-  const double mean = count > 0 ? sum / count : 0.0;
-  double squares = 0;
-  for (std::size_t i = first; i < x.size(); i += 2) squares += (x[i] - mean) * (x[i] - mean);
-  out[0] = static_cast<float>(count);
-  out[1] = static_cast<float>(mean);
-  out[2] = static_cast<float>(squares);
-}
-
-void bnStats(const Bound& b) {
-  std::vector<float> data;
-  for (int64_t p = 0; p < b.in.dst.sizes[0]; ++p) {
-    gatherPartition(b, 0, p, data);
-    float stats[6];
-    groupStatistics(data, 0, stats);
-    groupStatistics(data, 1, stats + 3);
-    scatterPartition(b, p, stats);
-  }
-}
-
-// Chan's combination of the groups: mean of all, and the population variance.
-void bnAggr(const Bound& b) {
-  std::vector<float> triples;
-  for (int64_t p = 0; p < b.in.dst.sizes[0]; ++p) {
-    gatherPartition(b, 0, p, triples);
-    double count = 0, sum = 0;
-    for (std::size_t t = 0; t + 2 < triples.size(); t += 3) count += triples[t], sum += triples[t] * double(triples[t + 1]);
-    const double mean = sum / count;
-    double squares = 0;
-    for (std::size_t t = 0; t + 2 < triples.size(); t += 3) {
-      const double offset = triples[t + 1] - mean;
-      squares += triples[t + 2] + triples[t] * offset * offset;
-    }
-    const float result[2] = {static_cast<float>(mean), static_cast<float>(squares / count)};
-    scatterPartition(b, p, result);
-  }
 }
 
 // A [rows, cols] tile widened into a dense fp32 matrix.
@@ -729,6 +565,9 @@ void execute(const Bound& b) {
       break;
     case Opcode::kMatchReplace8:
       matchReplace8(b);
+      break;
+    case Opcode::kRangeSelect:
+      rangeSelect(b);
       break;
     case Opcode::kBnStats:
       bnStats(b);

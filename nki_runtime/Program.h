@@ -38,6 +38,7 @@ enum class Opcode : uint8_t {
   kPartitionReduce,  // dst[0, f...] = op0 over the partitions p of data[p, f...], in order (GpSimd)
   kAffineSelect,     // dst = (affine value of the index (as kIota) op0 0) ? on_true : operand0 (GpSimd)
   kMatchReplace8,    // dst = data with the first occurrence of each of vals[p, 0..8) replaced by operand0
+  kRangeSelect,      // dst[p, j] = on_true[p, j] where (j + start) op0 bound0[p] and op1 bound1[p], else fill
 };
 
 enum class AluOp : uint8_t {
@@ -116,7 +117,7 @@ struct Instruction {
   bool indirect_destination = false;
   int32_t indirect_dim = 0;
   bool skip_out_of_bounds = false;
-  std::vector<float> coefficients;  // kIota: base, then one per dst axis
+  std::vector<float> coefficients;  // kIota: base, then one per dst axis; kRangeSelect: start, fill
   int32_t line = 0;                 // in the kernel's source file
   int32_t grid_instance = 0;        // which SPMD program instance issued it
   int32_t loops = -1;               // index into Program::loop_nests, -1 outside affine loops

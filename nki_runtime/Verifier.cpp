@@ -25,7 +25,7 @@ std::string_view opcodeName(Opcode opcode) {
       "dma_copy", "nc_matmul", "nc_transpose", "tensor_tensor", "tensor_scalar", "activation",
       "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select",
       "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr", "tensor_partition_reduce",
-      "affine_select", "nc_match_replace8"};
+      "affine_select", "nc_match_replace8", "range_select"};
   return kNames[static_cast<int>(opcode)];
 }
 
@@ -250,6 +250,9 @@ class Checker {
       return;
     }
     if (in.opcode == Opcode::kPartitionReduce) return checkPartitionReduce(i, in);
+    if (in.opcode == Opcode::kRangeSelect && (in.dst.rank != 2 || in.coefficients.size() != 2)) {
+      fail(i, "selects along the free axis of a [partitions, free] tile, from a start and a fill value");
+    }
     if ((in.opcode == Opcode::kIota || in.opcode == Opcode::kAffineSelect) &&
         in.coefficients.size() != static_cast<std::size_t>(in.dst.rank) + 1) {
       fail(i, "an affine pattern needs an offset and one step per axis (", in.dst.rank, "), got ",

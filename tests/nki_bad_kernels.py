@@ -126,6 +126,14 @@ def select_reduce_with_a_uint32_predicate(x):
 
 
 @nki.jit
+def range_select_with_an_add(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    bound = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(bound, 3.0)
+    nisa.range_select(out, nl.load(x), nl.add, nl.less, bound, bound)
+
+
+@nki.jit
 def partition_reduce_into_two_partitions(x):
     total = nl.ndarray((2, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
     nisa.tensor_partition_reduce(total, nl.add, nl.load(x))  # the result is one partition

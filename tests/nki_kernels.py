@@ -314,6 +314,31 @@ def select_reduce_number(x, keep):
     return picked, best
 
 
+@nki.jit
+def band_of_columns(x, low, high):
+    """range_select: x[p, j] where low[p] <= j + 4 < high[p], else -30000, and each row's maximum."""
+    picked = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    best = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    top = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.range_select(dst=out, on_true_tile=nl.load(x), comp_op0=nl.greater_equal, comp_op1=nl.less,
+                      bound0=nl.load(low), bound1=nl.load(high), reduce_cmd=nisa.reduce_cmd.reset_reduce,
+                      reduce_res=top, reduce_op=nl.maximum, range_start=4.0, on_false_value=-30000.0)
+    nl.store(picked, value=out)
+    nl.store(best, value=top)
+    return picked, best
+
+
+@beta.jit
+def causal_row_beta(x, row_end):
+    """The beta API: x[p, j] where j <= row_end[p] (and j >= 0), else fp32's lowest."""
+    picked = bnl.ndarray(x.shape, dtype=x.dtype, buffer=bnl.shared_hbm)
+    zero = bnl.zeros((x.shape[0], 1), dtype=bnl.float32, buffer=bnl.sbuf)
+    bnl.store(picked, value=bisa.range_select(on_true_tile=bnl.load(x), comp_op0=bnl.greater_equal,
+                                              comp_op1=bnl.less_equal, bound0=zero, bound1=bnl.load(row_end)))
+    return picked
+
+
 @beta.jit
 def select_reduce_row_fill(x, drop, fill):
     """The beta API: x where drop is zero (reverse_pred), else the row's own fill value."""

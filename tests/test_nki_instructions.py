@@ -101,6 +101,22 @@ def test_select_reduce_against_torch_where(predicate_dtype):
     assert torch.equal(beta, torch.where(keep == 0, x, fill.expand(128, 40)))
 
 
+def test_range_select_against_torch_where():
+    torch.manual_seed(7)
+    x = torch.randn(128, 48)
+    low = torch.randint(0, 40, (128, 1)).float()
+    high = low + torch.randint(0, 12, (128, 1)).float()  # an empty band where high == low
+    picked, best = k.band_of_columns(neuron(x), neuron(low), neuron(high))
+    index = torch.arange(48).float() + 4
+    expected = torch.where((index >= low) & (index < high), x, torch.tensor(-30000.0))
+    assert torch.equal(picked.cpu(), expected)
+    assert torch.equal(best.cpu(), expected.amax(1, keepdim=True))
+    row_end = torch.arange(128).float().remainder(48).unsqueeze(1)
+    causal = k.causal_row_beta(neuron(x), neuron(row_end)).cpu()
+    lowest = torch.finfo(torch.float32).min
+    assert torch.equal(causal, torch.where(torch.arange(48).float() <= row_end, x, torch.tensor(lowest)))
+
+
 def test_scalar_tensor_tensor_both_ways_round():
     torch.manual_seed(4)
     x, residual, shift = torch.randn(128, 64), torch.randn(128, 64), torch.randn(128, 1)
@@ -114,6 +130,7 @@ def test_scalar_tensor_tensor_both_ways_round():
     (bad.find_index8_into_floats, (128, 16), "dst must be uint32 or uint16"),
     (bad.match_replace8_with_four_vals, (128, 16), "vals holds 8 values per partition, not 4"),
     (bad.select_reduce_with_a_uint32_predicate, (128, 16), "it must be int8, uint8, int16 or uint16"),
+    (bad.range_select_with_an_add, (128, 16), "must be comparisons"),
     (bad.partition_reduce_into_two_partitions, (128, 16), "dst must be one partition with the data's free shape"),
     (bad.affine_select_from_psum, (128, 16), "reads and writes SBUF only"),
 ])

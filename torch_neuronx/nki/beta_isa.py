@@ -189,6 +189,16 @@ def select_reduce(*, dst: View, predicate: View, on_true: View, on_false, reduce
     return dst
 
 
+def range_select(*, on_true_tile: View, comp_op0, comp_op1, bound0: View, bound1: View, reduce_cmd=None,
+                 reduce_res: View = None, reduce_op=None, range_start=0.0, on_false_value=isa._FP32_LOWEST,
+                 dtype=None, mask=None, **_) -> View:
+    out = _out(on_true_tile.shape, dtype, on_true_tile.dtype)
+    isa.range_select(out, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd=reduce_cmd,
+                     reduce_res=reduce_res, reduce_op=reduce_op, range_start=range_start,
+                     on_false_value=on_false_value, mask=mask)
+    return out
+
+
 def bn_stats(data: View, dtype=None, mask=None, **_) -> View:
     out = _out((data.shape[0], 6), dtype, data.dtype)
     isa.bn_stats(out, data, mask=mask)

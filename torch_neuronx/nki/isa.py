@@ -401,6 +401,20 @@ def tensor_copy_predicated(dst: View, src, predicate: View, reverse_pred: bool =
     _emit("select", "vector", d, (p, d, s) if reverse_pred else (p, s, d), mask)
 
 
+def _max_side_reduction(instruction: str, dst: View, reduce_res: Optional[View], command, op) -> None:
+    """The maximum over dst's free axes that select_reduce and range_select add (their only reduce_op)."""
+    trace = current()
+    numpy_max = getattr(op, "__name__", None) in ("amax", "max")  # the beta API's default, np.amax
+    if op is not None and not numpy_max and alu_of(op) != "maximum":
+        raise trace.error(f"{instruction}: reduce_op supports maximum only")
+    if reduce_res is not None:
+        if tuple(reduce_res.shape) != (dst.shape[0], 1) or not reduce_res.dtype.startswith(("float", "bfloat")):
+            raise trace.error(f"{instruction}: reduce_res {reduce_res!r} must be a float [{dst.shape[0]}, 1] tile")
+        _side_reduction("vector", dst, nl.maximum, reduce_res, command)
+    elif command not in (None, reduce_cmd.idle):
+        _side_reduction("vector", dst, nl.maximum, None, command)
+
+
 _SELECT_REDUCE_PREDICATES = ("int8", "uint8", "int16", "uint16")
 
 
@@ -424,9 +438,6 @@ def select_reduce(dst: View, predicate: View, on_true: View, on_false, reduce_re
             raise trace.error(f"select_reduce: dst {dst!r}, the predicate {predicate!r} and on_true {on_true!r} "
                               "differ in shape")
     d, p, t = views
-    numpy_max = getattr(reduce_op, "__name__", None) in ("amax", "max")  # the beta API's default, np.amax
-    if reduce_op is not None and not numpy_max and alu_of(reduce_op) != "maximum":
-        raise trace.error("select_reduce: reduce_op supports maximum only")
     if isinstance(on_false, View):
         if on_false.ndim != 2 or on_false.shape != (d.shape[0], 1):
             raise trace.error(f"select_reduce: on_false {on_false!r} must be a number or a [{d.shape[0]}, 1] tile")
@@ -438,12 +449,40 @@ def select_reduce(dst: View, predicate: View, on_true: View, on_false, reduce_re
             raise trace.error(f"select_reduce: on_false must be a number or a tile, got {on_false!r}")
         # select's immediate is its first choice: swap the choices by flipping the predicate
         _emit("select", "vector", d, (p, t), mask, operand0=(-1, float(on_false)), reverse0=not reverse_pred)
-    if reduce_res is not None:
-        if tuple(reduce_res.shape) != (d.shape[0], 1) or not reduce_res.dtype.startswith(("float", "bfloat")):
-            raise trace.error(f"select_reduce: reduce_res {reduce_res!r} must be a float [{d.shape[0]}, 1] tile")
-        _side_reduction("vector", dst, nl.maximum, reduce_res, reduce_cmd)
-    elif reduce_cmd not in (None, "idle"):  # reduce_cmd.idle (the argument hides the class)
-        _side_reduction("vector", dst, nl.maximum, None, reduce_cmd)
+    _max_side_reduction("select_reduce", d, reduce_res, reduce_cmd, reduce_op)
+
+
+_COMPARISONS = ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")
+_FP32_LOWEST = -3.4028234663852886e38
+
+
+def range_select(dst: View, on_true_tile: View, comp_op0, comp_op1, bound0: View, bound1: View, reduce_cmd=None,
+                 reduce_res: View = None, reduce_op=None, range_start=0.0, on_false_value=_FP32_LOWEST, mask=None,
+                 **_) -> None:
+    """dst[p, j] = on_true_tile[p, j] where the free index j + range_start satisfies both
+    `comp_op0 bound0[p]` and `comp_op1 bound1[p]` (bounds: fp32 [partitions, 1] tiles), else on_false_value
+    (fp32's lowest unless given: a row with nothing selected then has that maximum); with reduce_res, the
+    maximum over each row as select_reduce gives it. NeuronCore-v3 and newer (Vector engine)."""
+    trace = current()
+    if trace.version < nc_version.gen3:
+        raise trace.error(f"nisa.range_select is a NeuronCore-v3 instruction and this kernel runs on a "
+                          f"NeuronCore-v{trace.version}")
+    ops = [alu_of(comp_op0), alu_of(comp_op1)]
+    if any(op not in _COMPARISONS for op in ops):
+        raise trace.error(f"range_select compares the index with its bounds: comp_op0 and comp_op1 must be "
+                          f"comparisons (nl.less, nl.greater_equal, ...), not {ops[0]} and {ops[1]}")
+    d, t = nl._same_shape(dst, on_true_tile)
+    if d is None or d.ndim != 2:
+        raise trace.error(f"range_select: dst {dst!r} and on_true_tile {on_true_tile!r} must be [partitions, free] "
+                          "tiles of one shape")
+    for name, bound in (("bound0", bound0), ("bound1", bound1)):
+        if not isinstance(bound, View) or tuple(bound.shape) != (d.shape[0], 1) or bound.dtype != "float32":
+            raise trace.error(f"range_select: {name} must be a float32 [{d.shape[0]}, 1] tile, got {bound!r}")
+    inputs = [t]
+    low, high = _operand(bound0, inputs, d), _operand(bound1, inputs, d)
+    _emit("range_select", "vector", d, inputs, mask, op0=ops[0], op1=ops[1], operand0=low, operand1=high,
+          coefficients=[float(range_start), float(on_false_value)])
+    _max_side_reduction("range_select", d, reduce_res, reduce_cmd, reduce_op)
 
 
 def scalar_tensor_tensor(dst: View, data: View, op0, operand0, op1, operand1: View, reverse0: bool = False,
@@ -501,7 +540,7 @@ def bn_aggr(dst: View, data: View, mask=None, **_) -> None:
 # kernel using one fails on the name rather than on a bare missing attribute.
 _NOT_EMULATED = {
     "nc_matmul_mx", "quantize_mx", "tensor_scalar_cumulative", "dropout", "rng", "rand2", "rand_set_state",
-    "rand_get_state", "set_rng_seed", "range_select", "sequence_bounds", "nonzero_with_count",
+    "rand_get_state", "set_rng_seed", "sequence_bounds", "nonzero_with_count",
     "local_gather", "nc_n_gather", "nc_stream_shuffle", "dma_compute", "register_alloc",
     "register_load", "register_move", "register_store", "core_barrier", "sendrecv"}
 
