@@ -134,6 +134,12 @@ def range_select_with_an_add(x):
 
 
 @nki.jit
+def cumulative_division(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar_cumulative(out, nl.load(x), nl.add, nl.divide, 1.0)
+
+
+@nki.jit
 def partition_reduce_into_two_partitions(x):
     total = nl.ndarray((2, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
     nisa.tensor_partition_reduce(total, nl.add, nl.load(x))  # the result is one partition

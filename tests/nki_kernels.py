@@ -329,6 +329,33 @@ def band_of_columns(x, low, high):
     return picked, best
 
 
+@nki.jit
+def cumulative(x, op0, imm0, op1, rounds):
+    """tensor_scalar_cumulative over `rounds` column blocks of x: the first resets the accumulator, the
+    rest continue from the engine's registers (reduce_cmd=reduce)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    width = x.shape[1] // rounds
+    tile = nl.load(x)
+    res = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    for r in range(rounds):
+        part = slice(r * width, (r + 1) * width)
+        nisa.tensor_scalar_cumulative(res[:, part], tile[:, part], op0, op1, imm0,
+                                      reduce_cmd=nisa.reduce_cmd.reset_reduce if r == 0 else nisa.reduce_cmd.reduce)
+    nl.store(out, value=res)
+    return out
+
+
+@nki.jit
+def cumulative_from(x, start):
+    """tensor_scalar_cumulative with reduce_cmd=load_reduce: a running sum of 2 * x from `start`."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    res = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar_cumulative(res, nl.load(x), nl.multiply, nl.add, 2.0, imm1=start,
+                                  reduce_cmd=nisa.reduce_cmd.load_reduce)
+    nl.store(out, value=res)
+    return out
+
+
 @beta.jit
 def causal_row_beta(x, row_end):
     """The beta API: x[p, j] where j <= row_end[p] (and j >= 0), else fp32's lowest."""

@@ -7,6 +7,7 @@ import torch
 
 import nki_bad_kernels as bad  # noqa: E402
 import nki_kernels as k  # noqa: E402
+import nki.language as nl  # noqa: E402
 from torch_neuronx.nki import NkiError
 
 ALL_ONES = 0xFFFFFFFF
@@ -117,6 +118,25 @@ def test_range_select_against_torch_where():
     assert torch.equal(causal, torch.where(torch.arange(48).float() <= row_end, x, torch.tensor(lowest)))
 
 
+def test_tensor_scalar_cumulative_against_a_python_loop():
+    torch.manual_seed(8)
+    x = torch.randn(128, 24)
+    for op0, imm0, op1 in [(nl.multiply, 0.5, nl.add), (nl.add, 1.0, nl.maximum), (nl.subtract, 0.25, nl.subtract),
+                           (nl.add, 0.0, nl.multiply)]:
+        got = k.cumulative(neuron(x), op0, imm0, op1, 3).cpu()
+        # AWS's pseudocode: reg = op1(op0(src[i], imm0), reg), carried across the three blocks
+        step = {"multiply": lambda a, b: a * b, "add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
+                "maximum": torch.maximum}
+        reg = torch.full((128,), {"add": 0.0, "maximum": float("-inf"), "subtract": 0.0, "multiply": 1.0}[op1.__name__])
+        expected = torch.empty_like(x)
+        for i in range(24):
+            reg = step[op1.__name__](step[op0.__name__](x[:, i], torch.tensor(imm0)), reg)
+            expected[:, i] = reg
+        torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(k.cumulative_from(neuron(x), 3.0).cpu(), 3.0 + torch.cumsum(2 * x, 1), rtol=1e-5,
+                               atol=1e-5)
+
+
 def test_scalar_tensor_tensor_both_ways_round():
     torch.manual_seed(4)
     x, residual, shift = torch.randn(128, 64), torch.randn(128, 64), torch.randn(128, 1)
@@ -131,6 +151,7 @@ def test_scalar_tensor_tensor_both_ways_round():
     (bad.match_replace8_with_four_vals, (128, 16), "vals holds 8 values per partition, not 4"),
     (bad.select_reduce_with_a_uint32_predicate, (128, 16), "it must be int8, uint8, int16 or uint16"),
     (bad.range_select_with_an_add, (128, 16), "must be comparisons"),
+    (bad.cumulative_division, (128, 16), "accumulates with add, subtract, multiply, maximum or minimum, not divide"),
     (bad.partition_reduce_into_two_partitions, (128, 16), "dst must be one partition with the data's free shape"),
     (bad.affine_select_from_psum, (128, 16), "reads and writes SBUF only"),
 ])

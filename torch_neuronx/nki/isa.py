@@ -365,6 +365,50 @@ def tensor_tensor_scan(dst: View, data0: View, data1: View, initial, op0, op1, r
           operand0=start)
 
 
+_CUMULATIVE_START = {"add": 0.0, "subtract": 0.0, "multiply": 1.0, "maximum": float("-inf"),
+                     "minimum": float("inf")}
+
+
+def tensor_scalar_cumulative(dst: View, src: View, op0, op1, imm0, imm1=None, reduce_cmd=None,
+                             reverse0: bool = False, mask=None, **_) -> None:
+    """Along each partition of a [partitions, free] tile: reg = op1(src[i] op0 imm0, reg), dst[i] = reg (with
+    reverse0, imm0 op0 src[i]), on the Vector engine. reg starts at op1's identity (reset_reduce, the
+    default), at imm1 (load_reduce) or where the engine's registers were left (reduce), and the registers
+    keep each partition's last value. As AWS writes it, subtract alternates: reg = (src[i] op0 imm0) - reg."""
+    trace = current()
+    command = reduce_cmd or "reset_reduce"  # reduce_cmd's values are their names (the argument hides the class)
+    accumulate = alu_of(op1)
+    if accumulate not in _CUMULATIVE_START:
+        raise trace.error(f"tensor_scalar_cumulative accumulates with add, subtract, multiply, maximum or minimum, "
+                          f"not {accumulate}")
+    if command not in ("reset_reduce", "reduce", "load_reduce"):
+        raise trace.error(f"tensor_scalar_cumulative: reduce_cmd={command!r}; expected reset_reduce, reduce or "
+                          "load_reduce")
+    if (imm1 is not None) != (command == "load_reduce"):
+        raise trace.error("tensor_scalar_cumulative: imm1 is the start of reduce_cmd=load_reduce, and only of it")
+    d, s = nl._same_shape(dst, src)
+    if d is None or d.ndim != 2:
+        raise trace.error(f"tensor_scalar_cumulative: dst {dst!r} and src {src!r} must be [partitions, free] tiles "
+                          "of one shape")
+    for view in (d, s):
+        if view.dtype in ("int32", "uint32", "tfloat32"):
+            raise trace.error(f"tensor_scalar_cumulative: {view.dtype} is not an input or output dtype of it")
+    rows = d.shape[0]
+    registers = trace.reduce_registers("vector")
+    lanes = View(registers.decl, 0, [rows, 1], registers.strides)
+    start = {"reset_reduce": _CUMULATIVE_START[accumulate], "load_reduce": imm1, "reduce": lanes}[command]
+    scaled = nl.ndarray(d.shape, dtype=nl.float32, buffer=nl.sbuf)
+    tensor_scalar(scaled, s, op0, imm0, reverse0=reverse0, mask=mask)
+    if accumulate == "subtract":  # reg = scaled - reg = (reg - scaled) * -1
+        minus_one = nl.ndarray(d.shape, dtype=nl.float32, buffer=nl.sbuf)
+        memset(minus_one, -1.0)
+        tensor_tensor_scan(d, scaled, minus_one, start, nl.subtract, nl.multiply, mask=mask)
+    else:  # the other four commute: reg op1 scaled
+        tensor_tensor_scan(d, scaled, scaled, start, getattr(nl, accumulate), None, mask=mask)
+    tensor_copy(lanes, d[:, d.shape[1] - 1:d.shape[1]])
+    trace.instructions[-1]["accumulate"] = True  # a register update, ordered by the engine (as _side_reduction)
+
+
 def select(dst: View, predicate: View, on_true: View, on_false: View, mask=None, **_) -> None:
     _emit("select", "vector", dst, (predicate, on_true, on_false), mask)
 
@@ -539,7 +583,7 @@ def bn_aggr(dst: View, data: View, mask=None, **_) -> None:
 # Instructions of AWS's current ISA that this emulator does not run yet (docs/nki.md): named, so that a
 # kernel using one fails on the name rather than on a bare missing attribute.
 _NOT_EMULATED = {
-    "nc_matmul_mx", "quantize_mx", "tensor_scalar_cumulative", "dropout", "rng", "rand2", "rand_set_state",
+    "nc_matmul_mx", "quantize_mx", "dropout", "rng", "rand2", "rand_set_state",
     "rand_get_state", "set_rng_seed", "sequence_bounds", "nonzero_with_count",
     "local_gather", "nc_n_gather", "nc_stream_shuffle", "dma_compute", "register_alloc",
     "register_load", "register_move", "register_store", "core_barrier", "sendrecv"}
