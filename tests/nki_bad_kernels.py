@@ -133,6 +133,14 @@ def range_select_with_an_add(x):
     nisa.range_select(out, nl.load(x), nl.add, nl.less, bound, bound)
 
 
+@nki.jit(platform_target="trn1")
+def range_select_on_trn1(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    bound = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(bound, 3.0)
+    nisa.range_select(out, nl.load(x), nl.greater_equal, nl.less, bound, bound)
+
+
 @nki.jit
 def cumulative_division(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)

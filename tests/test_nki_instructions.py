@@ -243,6 +243,11 @@ def test_exponential_is_refused_before_neuroncore_v4():
         bad.exponential_on_trn2(neuron(torch.randn(8, 8)))
 
 
+def test_range_select_is_refused_before_neuroncore_v3():
+    with pytest.raises(NkiError, match="NeuronCore-v3 instruction.*NeuronCore-v2"):
+        bad.range_select_on_trn1(neuron(torch.randn(8, 8)))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
 def test_tensor_copy_predicated_against_torch_where(dtype):
     g = torch.Generator().manual_seed(1)

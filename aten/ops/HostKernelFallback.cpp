@@ -53,13 +53,24 @@ at::Tensor aliasSharingStorage(const CallState& state, const at::Tensor& t) {
   return cpuAlias(t);
 }
 
+// A nested tensor's sizes, strides and offsets are CPU tensors on every device, so the ops that build one
+// over a device buffer take them from the CPU, as CUDA's kernels do.
+bool isNestedMetadata(const c10::OperatorHandle& op, const c10::Argument& argument) {
+  const std::string& name = op.operator_name().name;
+  const bool builds_nested = name == "aten::_nested_view_from_buffer" ||
+                             name == "aten::_nested_view_from_buffer_copy" || name == "aten::_nested_from_padded";
+  return builds_nested && argument.name() != "self" && argument.name() != "padded" && argument.name() != "out";
+}
+
 // Checks one tensor argument and returns what the CPU kernel gets instead.
 at::Tensor bridgeTensor(CallState& state, const at::Tensor& t, const c10::Argument& argument, bool cpu_allowed) {
   if (!t.defined()) return t;
   if (!isNeuron(t)) {
     // A CPU scalar may be read, never written (out=, an in-place self), as CUDA requires.
     const bool written = argument.alias_info() != nullptr && argument.alias_info()->isWrite();
-    TORCH_CHECK(cpu_allowed || (t.device().is_cpu() && t.dim() == 0 && !written), "Expected all tensors to be on ",
+    TORCH_CHECK(cpu_allowed || (t.device().is_cpu() && t.dim() == 0 && !written) ||
+                    (t.device().is_cpu() && isNestedMetadata(state.op, argument)),
+                "Expected all tensors to be on ",
                 "the same device, but got ", t.device(), " for argument '", argument.name(), "' of ",
                 c10::toString(state.op.operator_name()), ", where a neuron tensor is required");
     return t;
@@ -75,17 +86,8 @@ at::Tensor bridgeTensor(CallState& state, const at::Tensor& t, const c10::Argume
   return alias;
 }
 
-// A nested tensor's sizes, strides and offsets are CPU tensors on every device, so the ops that build one
-// over a device buffer take them from the CPU, as CUDA's kernels do.
-bool isNestedMetadata(const c10::OperatorHandle& op, const c10::Argument& argument) {
-  const std::string& name = op.operator_name().name;
-  const bool builds_nested = name == "aten::_nested_view_from_buffer" ||
-                             name == "aten::_nested_view_from_buffer_copy" || name == "aten::_nested_from_padded";
-  return builds_nested && argument.name() != "self" && argument.name() != "padded" && argument.name() != "out";
-}
-
 IValue bridgeArgument(CallState& state, const IValue& value, const c10::Argument& argument) {
-  if (value.isTensor()) return bridgeTensor(state, value.toTensor(), argument, isNestedMetadata(state.op, argument));
+  if (value.isTensor()) return bridgeTensor(state, value.toTensor(), argument, false);
   if (value.isTensorList()) {
     c10::List<at::Tensor> bridged;
     for (const at::Tensor& t : value.toTensorList()) bridged.push_back(bridgeTensor(state, t, argument, false));

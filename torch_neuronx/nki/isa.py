@@ -416,6 +416,14 @@ def select(dst: View, predicate: View, on_true: View, on_false: View, mask=None,
 _PREDICATE_DTYPES = ("uint8", "uint16", "uint32")
 
 
+def _alike(views):
+    """The views as one shape (size-1 axes dropped where they differ only by those), or None."""
+    if all(v.shape == views[0].shape for v in views):
+        return views
+    views = [nl._squeezed(v) for v in views]
+    return views if all(v.shape == views[0].shape for v in views) else None
+
+
 def tensor_copy_predicated(dst: View, src, predicate: View, reverse_pred: bool = False, mask=None, **_) -> None:
     """dst = src where predicate is nonzero (zero with reverse_pred), dst as it was elsewhere, on the Vector
     engine; src a tile of dst's shape and dtype or a number of dst's kind (float or integer)."""
@@ -423,12 +431,9 @@ def tensor_copy_predicated(dst: View, src, predicate: View, reverse_pred: bool =
     if predicate.dtype not in _PREDICATE_DTYPES:
         raise trace.error(f"tensor_copy_predicated: the predicate is {predicate.dtype}; it must be uint8, uint16 "
                           "or uint32")
-    views = [dst, predicate] + ([src] if isinstance(src, View) else [])
-    if any(v.shape != dst.shape for v in views):
-        views = [nl._squeezed(v) for v in views]
-        if any(v.shape != views[0].shape for v in views):
-            raise trace.error(f"tensor_copy_predicated: dst {dst!r}, the predicate {predicate!r} and src differ "
-                              "in shape")
+    views = _alike([dst, predicate] + ([src] if isinstance(src, View) else []))
+    if views is None:
+        raise trace.error(f"tensor_copy_predicated: dst {dst!r}, the predicate {predicate!r} and src differ in shape")
     d, p = views[0], views[1]
     if not isinstance(src, View):
         integer_dst = dst.dtype.startswith(("int", "uint"))
@@ -475,19 +480,17 @@ def select_reduce(dst: View, predicate: View, on_true: View, on_false, reduce_re
         raise trace.error(f"select_reduce: on_true cannot be {on_true.dtype}")
     if on_true.buffer == "psum" and predicate.buffer == "psum":
         raise trace.error("select_reduce: on_true or predicate may be in PSUM, not both")
-    views = [dst, predicate, on_true]
-    if any(v.shape != dst.shape for v in views):
-        views = [nl._squeezed(v) for v in views]
-        if any(v.shape != views[0].shape for v in views):
-            raise trace.error(f"select_reduce: dst {dst!r}, the predicate {predicate!r} and on_true {on_true!r} "
-                              "differ in shape")
+    views = _alike([dst, predicate, on_true])
+    if views is None:
+        raise trace.error(f"select_reduce: dst {dst!r}, the predicate {predicate!r} and on_true {on_true!r} "
+                          "differ in shape")
     d, p, t = views
     if isinstance(on_false, View):
         if on_false.ndim != 2 or on_false.shape != (d.shape[0], 1):
             raise trace.error(f"select_reduce: on_false {on_false!r} must be a number or a [{d.shape[0]}, 1] tile")
-        flat = View(on_false.decl, on_false.offset, [d.shape[0]] + [1] * (d.ndim - 1),
-                    [on_false.strides[0]] + [0] * (d.ndim - 1))
-        _emit("select", "vector", d, (p, t, _broadcast(flat, d)), mask, reverse0=bool(reverse_pred))
+        inputs = [p, t]
+        _operand(on_false, inputs, d)  # appends the tile spread along the free axes
+        _emit("select", "vector", d, tuple(inputs), mask, reverse0=bool(reverse_pred))
     else:
         if isinstance(on_false, bool) or not isinstance(on_false, (int, float)):
             raise trace.error(f"select_reduce: on_false must be a number or a tile, got {on_false!r}")
