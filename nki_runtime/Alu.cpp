@@ -101,6 +101,8 @@ float apply(Function function, float x) {
       return std::atan(x);
     case Function::kMish:
       return x * std::tanh(std::log1p(std::exp(-std::fabs(x))) + std::fmax(x, 0.f));
+    case Function::kGeluSigmoid:  // GELU as x * sigmoid(1.702 x)
+      return x / (1.f + std::exp(-1.702f * x));
   }
   return x;
 }

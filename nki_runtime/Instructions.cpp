@@ -569,6 +569,12 @@ void execute(const Bound& b) {
     case Opcode::kRangeSelect:
       rangeSelect(b);
       break;
+    case Opcode::kStreamShuffle:
+      streamShuffle(b);
+      break;
+    case Opcode::kNonzeroWithCount:
+      nonzeroWithCount(b);
+      break;
     case Opcode::kBnStats:
       bnStats(b);
       break;
@@ -592,6 +598,8 @@ bool rowsIndependent(const Program& program, const Instruction& in) {
     case Opcode::kMax8:
     case Opcode::kFindIndex8:
     case Opcode::kMatchReplace8:
+    case Opcode::kStreamShuffle:  // moves data between partitions
+    case Opcode::kNonzeroWithCount:  // each GpSimd core handles its first partition only
     case Opcode::kBnStats:
     case Opcode::kBnAggr:
       return false;

@@ -71,6 +71,32 @@ void groupStatistics(const std::vector<float>& x, std::size_t first, float* out)
   out[2] = static_cast<float>(squares);
 }
 
+// The bytes of partition p of input k (k < 0: of dst), element after element in the row-major order of
+// its free axes: moved as they are, whatever the dtype.
+void partitionBytes(const Bound& b, int k, int64_t p, std::vector<char>& out) {
+  const Access part = partitionOf(k < 0 ? b.in.dst : b.in.inputs[k], p);
+  char* base = k < 0 ? b.dst : b.inputs[k];
+  const Dtype type = k < 0 ? b.dst_type : b.input_types[k];
+  const std::size_t size = byteSize(type);
+  out.clear();
+  forEachRow(part, {&part}, [&](const std::array<int64_t, 8>& o) {
+    for (int64_t i = 0; i < inner(part); ++i) {
+      const char* element = b.at(base, type, o[0] + i * innerStride(part));
+      out.insert(out.end(), element, element + size);
+    }
+  });
+}
+
+void writePartitionBytes(const Bound& b, int64_t p, const char* bytes) {
+  const Access part = partitionOf(b.in.dst, p);
+  const std::size_t size = byteSize(b.dst_type);
+  forEachRow(part, {&part}, [&](const std::array<int64_t, 8>& o) {
+    for (int64_t i = 0; i < inner(part); ++i, bytes += size) {
+      std::memcpy(b.at(b.dst, b.dst_type, o[0] + i * innerStride(part)), bytes, size);
+    }
+  });
+}
+
 }  // namespace
 
 void max8(const Bound& b) {
@@ -148,6 +174,39 @@ void bnAggr(const Bound& b) {
     }
     const float result[2] = {static_cast<float>(mean), static_cast<float>(squares / count)};
     scatterPartition(b, p, result);
+  }
+}
+
+
+// Every source partition is read before any is written: dst may be src.
+void streamShuffle(const Bound& b) {
+  const int64_t rows = b.in.dst.sizes[0];
+  std::vector<std::vector<char>> moved(rows);
+  for (int64_t p = 0; p < rows; ++p) {
+    const float from = b.in.coefficients[p % 32];
+    if (from != 255.f) partitionBytes(b, 0, p / 32 * 32 + static_cast<int64_t>(from), moved[p]);
+  }
+  for (int64_t p = 0; p < rows; ++p) {
+    if (!moved[p].empty()) writePartitionBytes(b, p, moved[p].data());
+  }
+}
+
+// Each of the eight GpSimd cores reads and writes the first of its 16 partitions only; the other
+// partitions of dst keep what they held.
+void nonzeroWithCount(const Bound& b) {
+  const auto offset = static_cast<int32_t>(b.in.coefficients[0]);
+  const auto padding = static_cast<int32_t>(b.in.coefficients[1]);
+  std::vector<float> data;
+  std::vector<int32_t> found;
+  for (int64_t p = 0; p < b.in.dst.sizes[0]; p += 16) {
+    gatherPartition(b, 0, p, data);  // int32 nonzeros stay nonzero in fp32
+    found.assign(data.size() + 1, padding);
+    int32_t count = 0;
+    for (std::size_t i = 0; i < data.size(); ++i) {
+      if (data[i] != 0.f) found[count++] = static_cast<int32_t>(i) + offset;
+    }
+    found.back() = count;
+    writePartitionBytes(b, p, reinterpret_cast<const char*>(found.data()));
   }
 }
 

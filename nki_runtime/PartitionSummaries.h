@@ -1,5 +1,6 @@
-// Vector-engine instructions that summarise or search each partition as a whole: the top-8 search
-// (max8, nc_find_index8, nc_match_replace8) and the statistics of bn_stats / bn_aggr.
+// Instructions that take each partition as a whole: the Vector engine's top-8 search (max8,
+// nc_find_index8, nc_match_replace8), statistics (bn_stats / bn_aggr) and partition shuffle
+// (nc_stream_shuffle), and the GpSimd engine's nonzero_with_count.
 #pragma once
 
 #include "nki_runtime/Instructions.h"
@@ -11,5 +12,7 @@ void findIndex8(const Bound& b);
 void matchReplace8(const Bound& b);
 void bnStats(const Bound& b);
 void bnAggr(const Bound& b);
+void streamShuffle(const Bound& b);
+void nonzeroWithCount(const Bound& b);
 
 }  // namespace nki

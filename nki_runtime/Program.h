@@ -39,6 +39,8 @@ enum class Opcode : uint8_t {
   kAffineSelect,     // dst = (affine value of the index (as kIota) op0 0) ? on_true : operand0 (GpSimd)
   kMatchReplace8,    // dst = data with the first occurrence of each of vals[p, 0..8) replaced by operand0
   kRangeSelect,      // dst[p, j] = on_true[p, j] where (j + start) op0 bound0[p] and op1 bound1[p], else fill
+  kStreamShuffle,    // dst partition q * 32 + i = src partition q * 32 + mask[i] (255: kept), each quadrant q
+  kNonzeroWithCount, // dst[p] = positions of src[p]'s nonzeros + offset, padding, count; p = 0, 16, ... (GpSimd)
 };
 
 enum class AluOp : uint8_t {
@@ -49,7 +51,7 @@ enum class AluOp : uint8_t {
 
 enum class Function : uint8_t {
   kCopy, kExp, kLog, kTanh, kSigmoid, kRelu, kGelu, kGeluTanh, kSilu, kSqrt, kRsqrt, kReciprocal,
-  kAbs, kNegative, kSquare, kSin, kCos, kErf, kSoftplus, kSign, kFloor, kCeil, kArctan, kMish,
+  kAbs, kNegative, kSquare, kSin, kCos, kErf, kSoftplus, kSign, kFloor, kCeil, kArctan, kMish, kGeluSigmoid,
 };
 
 constexpr int kMaxAxes = 8;  // axes of one view (torch_neuronx/nki/trace.py MAX_AXES)
@@ -117,7 +119,8 @@ struct Instruction {
   bool indirect_destination = false;
   int32_t indirect_dim = 0;
   bool skip_out_of_bounds = false;
-  std::vector<float> coefficients;  // kIota: base, then one per dst axis; kRangeSelect: start, fill
+  std::vector<float> coefficients;  // kIota: base, then one per dst axis; kRangeSelect: start, fill;
+                                    // kStreamShuffle: the 32 mask entries; kNonzeroWithCount: offset, padding
   int32_t line = 0;                 // in the kernel's source file
   int32_t grid_instance = 0;        // which SPMD program instance issued it
   int32_t loops = -1;               // index into Program::loop_nests, -1 outside affine loops

@@ -25,7 +25,7 @@ std::string_view opcodeName(Opcode opcode) {
       "dma_copy", "nc_matmul", "nc_transpose", "tensor_tensor", "tensor_scalar", "activation",
       "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select",
       "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr", "tensor_partition_reduce",
-      "affine_select", "nc_match_replace8", "range_select"};
+      "affine_select", "nc_match_replace8", "range_select", "nc_stream_shuffle", "nonzero_with_count"};
   return kNames[static_cast<int>(opcode)];
 }
 
@@ -250,6 +250,8 @@ class Checker {
       return;
     }
     if (in.opcode == Opcode::kPartitionReduce) return checkPartitionReduce(i, in);
+    if (in.opcode == Opcode::kStreamShuffle) return checkStreamShuffle(i, in);
+    if (in.opcode == Opcode::kNonzeroWithCount) return checkNonzeroWithCount(i, in);
     if (in.opcode == Opcode::kRangeSelect && (in.dst.rank != 2 || in.coefficients.size() != 2)) {
       fail(i, "selects along the free axis of a [partitions, free] tile, from a start and a fill value");
     }
@@ -276,6 +278,42 @@ class Checker {
     if (in.op0 != AluOp::kAdd && in.op0 != AluOp::kMaximum && in.op0 != AluOp::kMinimum) {
       fail(i, "reduces partitions with add, maximum or minimum only");
     }
+  }
+
+  // Within each quadrant of 32 partitions, dst partition i copies src partition mask[i] (255: keeps its own).
+  void checkStreamShuffle(int i, const Instruction& in) {
+    const Access& src = in.inputs[0];
+    if (in.coefficients.size() != 32) {
+      fail(i, "the shuffle mask has 32 entries, not ", in.coefficients.size());
+      return;
+    }
+    if (tensor(src).dtype != tensor(in.dst).dtype) fail(i, "src and dst must have one dtype");
+    if (perPartition(src) != perPartition(in.dst)) {
+      fail(i, "src holds ", perPartition(src), " elements per partition and dst ", perPartition(in.dst));
+    }
+    for (int64_t p = 0; p < in.dst.sizes[0]; ++p) {
+      const float from = in.coefficients[p % 32];
+      if (from == 255.f) continue;
+      const int64_t source = p / 32 * 32 + static_cast<int64_t>(from);
+      if (from < 0 || from >= 32 || source >= src.sizes[0]) {
+        fail(i, "dst partition ", p, " would copy src partition ", source, "; src has ", src.sizes[0],
+             " and a mask entry is 0 to 31, or 255");
+        return;
+      }
+    }
+  }
+
+  void checkNonzeroWithCount(int i, const Instruction& in) {
+    const Access& src = in.inputs[0];
+    const Dtype from = tensor(src).dtype, to = tensor(in.dst).dtype;
+    if (from != Dtype::kFloat32 && from != Dtype::kInt32) fail(i, "src must be float32 or int32, not ", name(from));
+    if (to != Dtype::kInt32) fail(i, "dst must be int32, not ", name(to));
+    if (src.sizes[0] != in.dst.sizes[0]) fail(i, "src spans ", src.sizes[0], " partitions, dst ", in.dst.sizes[0]);
+    if (perPartition(in.dst) != perPartition(src) + 1) {
+      fail(i, "dst holds one more element per partition than src (", perPartition(src) + 1, "), not ",
+           perPartition(in.dst));
+    }
+    if (in.coefficients.size() != 2) fail(i, "takes an index offset and a padding value");
   }
 
   // Instructions that summarise each partition's data in a fixed number of values: false for the others.

@@ -202,3 +202,50 @@ def float_into_integers(x, predicate):
     nisa.tensor_copy_predicated(tile, 1.5, nl.load(predicate))
     nl.store(out, value=tile)
     return out
+
+
+@nki.jit(platform_target="trn1")
+def nonzero_with_count_on_trn1(x):
+    tile = nl.load(x)
+    out = nl.ndarray((x.shape[0], x.shape[1] + 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.nonzero_with_count(out, tile)
+
+
+@nki.jit
+def nonzero_with_count_into_floats(x):
+    tile = nl.load(x)
+    out = nl.ndarray((x.shape[0], x.shape[1] + 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.nonzero_with_count(out, tile)
+
+
+@nki.jit
+def nonzero_with_count_without_the_count_slot(x):
+    tile = nl.load(x)
+    out = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
+    nisa.nonzero_with_count(out, tile)
+
+
+@nki.jit
+def nonzero_with_count_from_partition_8(x):
+    tile = nl.load(x)
+    out = nl.ndarray((x.shape[0], x.shape[1] + 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.nonzero_with_count(out[8:24], tile[8:24])
+
+
+@nki.jit
+def shuffle_from_past_the_tile(x):
+    tile = nl.load(x)
+    nisa.nc_stream_shuffle(tile, tile, [20] + [255] * 31)
+
+
+@nki.jit
+def shuffle_with_a_short_mask(x):
+    tile = nl.load(x)
+    nisa.nc_stream_shuffle(tile, tile, [0, 1, 2])
+
+
+@nki.jit
+def shuffle_into_another_dtype(x):
+    tile = nl.load(x)
+    other = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.nc_stream_shuffle(tile, other, list(range(32)))

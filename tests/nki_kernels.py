@@ -542,3 +542,74 @@ def fill_where_zero(dst_init, predicate, value):
     nisa.tensor_copy_predicated(tile, value, nl.load(predicate), reverse_pred=True)
     nl.store(out, value=tile)
     return out
+
+
+@nki.jit
+def nonzero_positions(x, index_offset, padding):
+    """nonzero_with_count over each partition of x (free axes flattened); dst starts as 7 everywhere, so
+    the partitions the GpSimd cores do not handle show that they kept it."""
+    found = nl.ndarray((x.shape[0], x.shape[1] * x.shape[2] + 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x)
+    out = nl.ndarray((x.shape[0], 1, x.shape[1] * x.shape[2] + 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(out, 7)
+    nisa.nonzero_with_count(dst=out, src=tile, index_offset=index_offset, padding_val=padding)
+    nisa.dma_copy(dst=found, src=out.reshape((x.shape[0], x.shape[1] * x.shape[2] + 1)))
+    return found
+
+
+@nki.jit
+def shuffle_partitions(x, shuffle_mask):
+    """nc_stream_shuffle of a tile onto itself, every quadrant by the same mask."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    nisa.nc_stream_shuffle(src=tile, dst=tile, shuffle_mask=shuffle_mask)
+    nl.store(out, value=tile)
+    return out
+
+
+@beta.jit
+def shuffle_into_zeros_beta(x, shuffle_mask):
+    """The beta API: nc_stream_shuffle into another tile, which keeps its zeros where the mask says 255."""
+    out = bnl.ndarray(x.shape, dtype=x.dtype, buffer=bnl.shared_hbm)
+    moved = bnl.zeros(x.shape, dtype=x.dtype, buffer=bnl.sbuf)
+    bisa.nc_stream_shuffle(bnl.load(x), moved, shuffle_mask)
+    bnl.store(out, value=moved)
+    return out
+
+
+@nki.jit
+def column_nonzeros(x):
+    """Row positions of each of x's 8 columns' nonzeros ([128, 8] in, [8, 129] out: positions, -1 padding,
+    count), the way a GpSimd kernel lays it out: column c moved to free position 16c, a transpose puts it
+    on partition 16c, where one GpSimd core finds its nonzeros; a shuffle brings the odd cores' results
+    (partitions 16, 48, ...) to the first partition of each quadrant."""
+    found = nl.ndarray((8, x.shape[0] + 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    columns = nl.load(x)
+    spread = nl.ndarray((x.shape[0], P), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(spread, 0.0)
+    for c in nl.static_range(8):
+        nisa.tensor_copy(dst=spread[:, 16 * c:16 * c + 1], src=columns[:, c:c + 1])
+    flipped = nl.ndarray((P, x.shape[0]), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_transpose(flipped, spread)
+    rows = nl.ndarray((P, x.shape[0]), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=rows, src=flipped)
+    result = nl.ndarray((P, x.shape[0] + 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.nonzero_with_count(dst=result, src=rows, index_offset=0, padding_val=-1)
+    for q in nl.static_range(4):
+        nisa.dma_copy(dst=found[2 * q:2 * q + 1, :], src=result[32 * q:32 * q + 1, :])
+    nisa.nc_stream_shuffle(src=result, dst=result, shuffle_mask=[16] + [255] * 31)
+    for q in nl.static_range(4):
+        nisa.dma_copy(dst=found[2 * q + 1:2 * q + 2, :], src=result[32 * q:32 * q + 1, :])
+    return found
+
+
+@nki.jit
+def identity_and_sigmoid_gelu(x):
+    """nl.shared_identity_matrix as a transpose's moving tile, then nl.gelu_apprx_sigmoid of the result."""
+    out = nl.ndarray((x.shape[1], x.shape[0]), dtype=nl.float32, buffer=nl.shared_hbm)
+    identity = nl.shared_identity_matrix(x.shape[0], dtype=nl.float32)
+    flipped = nl.ndarray((x.shape[1], x.shape[0]), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=flipped, stationary=nl.load(x), moving=identity)
+    nl.store(out, value=nl.gelu_apprx_sigmoid(flipped))
+    return out

@@ -118,6 +118,59 @@ def test_range_select_against_torch_where():
     assert torch.equal(causal, torch.where(torch.arange(48).float() <= row_end, x, torch.tensor(lowest)))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
+@pytest.mark.parametrize("offset, padding", [(0, -1), (1000, 99)])
+def test_nonzero_with_count_on_each_gpsimd_cores_partition(dtype, offset, padding):
+    torch.manual_seed(9)
+    x = (torch.randn(128, 3, 40) * (torch.rand(128, 3, 40) > 0.6)).to(dtype)
+    x[16] = 0  # nothing found: all padding, count 0
+    x[32] = 1  # everything found
+    x[48, 0, 5] = float("nan") if dtype == torch.float32 else 3  # NaN is nonzero
+    x[64, 1] = -0.0  # and -0.0 is zero
+    got = k.nonzero_positions(neuron(x), offset, padding).cpu()
+    for p in range(128):
+        if p % 16:
+            assert torch.equal(got[p], torch.full((121,), 7, dtype=torch.int32)), p
+            continue
+        positions = torch.nonzero(x[p].reshape(-1) != 0).flatten().to(torch.int32) + offset
+        expected = torch.full((121,), padding, dtype=torch.int32)
+        expected[:positions.numel()] = positions
+        expected[-1] = positions.numel()
+        assert torch.equal(got[p], expected), p
+
+
+def test_nc_stream_shuffle_moves_partitions_within_each_quadrant():
+    torch.manual_seed(10)
+    x = torch.randn(128, 24)
+    shuffle_mask = [31 - i for i in range(16)] + [255] * 8 + [0] * 8  # reversed, kept, one partition spread
+    expected = x.clone()
+    for q in range(4):
+        for i, source in enumerate(shuffle_mask):
+            if source != 255:
+                expected[32 * q + i] = x[32 * q + source]
+    assert torch.equal(k.shuffle_partitions(neuron(x), shuffle_mask).cpu(), expected)  # in place
+    ints = torch.randint(-2**31, 2**31 - 1, (64, 5), dtype=torch.int32)  # moved as bits, not through fp32
+    zeros = torch.zeros_like(ints)
+    beta = k.shuffle_into_zeros_beta(neuron(ints), shuffle_mask).cpu()
+    for q in range(2):
+        for i, source in enumerate(shuffle_mask):
+            want = ints[32 * q + source] if source != 255 else zeros[32 * q + i]
+            assert torch.equal(beta[32 * q + i], want)
+
+
+def test_column_nonzeros_through_transpose_nonzero_with_count_and_shuffle():
+    torch.manual_seed(11)
+    x = torch.randn(128, 8) * (torch.rand(128, 8) > torch.linspace(0.05, 0.95, 8))  # denser to sparser columns
+    x[:, 3] = 0
+    got = k.column_nonzeros(neuron(x)).cpu()
+    for c in range(8):
+        rows = torch.nonzero(x[:, c]).flatten().to(torch.int32)
+        expected = torch.full((129,), -1, dtype=torch.int32)
+        expected[:rows.numel()] = rows
+        expected[-1] = rows.numel()
+        assert torch.equal(got[c], expected), c
+
+
 def test_tensor_scalar_cumulative_against_a_python_loop():
     torch.manual_seed(8)
     x = torch.randn(128, 24)
@@ -151,6 +204,12 @@ def test_scalar_tensor_tensor_both_ways_round():
     (bad.match_replace8_with_four_vals, (128, 16), "vals holds 8 values per partition, not 4"),
     (bad.select_reduce_with_a_uint32_predicate, (128, 16), "it must be int8, uint8, int16 or uint16"),
     (bad.range_select_with_an_add, (128, 16), "must be comparisons"),
+    (bad.nonzero_with_count_into_floats, (128, 16), "dst must be int32, not float32"),
+    (bad.nonzero_with_count_without_the_count_slot, (128, 16), "one more element per partition than src"),
+    (bad.nonzero_with_count_from_partition_8, (128, 16), "starts at partition 8"),
+    (bad.shuffle_from_past_the_tile, (16, 4), "would copy src partition 20; src has 16"),
+    (bad.shuffle_with_a_short_mask, (32, 4), "must be 32 partition numbers"),
+    (bad.shuffle_into_another_dtype, (32, 4), "must have one dtype"),
     (bad.cumulative_division, (128, 16), "accumulates with add, subtract, multiply, maximum or minimum, not divide"),
     (bad.partition_reduce_into_two_partitions, (128, 16), "dst must be one partition with the data's free shape"),
     (bad.affine_select_from_psum, (128, 16), "reads and writes SBUF only"),
@@ -243,6 +302,11 @@ def test_exponential_is_refused_before_neuroncore_v4():
         bad.exponential_on_trn2(neuron(torch.randn(8, 8)))
 
 
+def test_nonzero_with_count_is_refused_before_neuroncore_v3():
+    with pytest.raises(NkiError, match="NeuronCore-v3 instruction.*NeuronCore-v2"):
+        bad.nonzero_with_count_on_trn1(neuron(torch.randn(16, 8)))
+
+
 def test_range_select_is_refused_before_neuroncore_v3():
     with pytest.raises(NkiError, match="NeuronCore-v3 instruction.*NeuronCore-v2"):
         bad.range_select_on_trn1(neuron(torch.randn(8, 8)))
@@ -277,3 +341,18 @@ def test_an_instruction_not_emulated_is_named():
     assert not hasattr(nisa, "quantize_mx")
     with pytest.raises(AttributeError, match="has no attribute 'no_such_instruction'"):
         nisa.no_such_instruction
+
+
+def test_shared_identity_matrix_and_sigmoid_gelu():
+    torch.manual_seed(12)
+    x = torch.randn(128, 64)
+    got = k.identity_and_sigmoid_gelu(neuron(x)).cpu()
+    torch.testing.assert_close(got, x.t() * torch.sigmoid(1.702 * x.t()), rtol=1e-5, atol=1e-6)
+
+
+def test_isa_constants_and_dtype_names_kernels_import():
+    import nki
+    from nki.isa import constants
+
+    assert constants.dge_mode.hwdge == nki.isa.dge_mode.hwdge and constants.engine.scalar == nki.isa.engine.scalar
+    assert isinstance(nl.int32, nki.dtype)

@@ -149,13 +149,13 @@ py::dict codes() {
                          "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select",
                          "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr",
                          "tensor_partition_reduce", "affine_select", "nc_match_replace8",
-                         "range_select"});
+                         "range_select", "nc_stream_shuffle", "nonzero_with_count"});
   all["alu"] = names({"bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod",
                       "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
                       "logical_or", "logical_xor", "abs_max"});
   all["function"] = names({"copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "silu",
                            "sqrt", "rsqrt", "reciprocal", "abs", "negative", "square", "sin", "cos", "erf",
-                           "softplus", "sign", "floor", "ceil", "arctan", "mish"});
+                           "softplus", "sign", "floor", "ceil", "arctan", "mish", "gelu_apprx_sigmoid"});
   return all;
 }
 

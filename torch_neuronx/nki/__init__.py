@@ -11,4 +11,7 @@ from . import isa, language  # noqa: F401
 from .kernel import Kernel, baremetal, benchmark, jit, simulate_kernel  # noqa: F401
 from .trace import NkiError  # noqa: F401
 
+# The type of nl.float32, nl.int32, ...: the dtype names (kernels annotate with it: `index_dtype: nki.dtype`).
+dtype = str
+
 __all__ = ["jit", "language", "isa", "simulate_kernel", "baremetal", "benchmark", "Kernel", "NkiError"]

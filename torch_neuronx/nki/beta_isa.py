@@ -189,6 +189,10 @@ def select_reduce(*, dst: View, predicate: View, on_true: View, on_false, reduce
     return dst
 
 
+def nc_stream_shuffle(src: View, dst: View, shuffle_mask, *, dtype=None, mask=None, **_) -> None:
+    isa.nc_stream_shuffle(src, dst, shuffle_mask, dtype=dtype, mask=mask)
+
+
 def range_select(*, on_true_tile: View, comp_op0, comp_op1, bound0: View, bound1: View, reduce_cmd=None,
                  reduce_res: View = None, reduce_op=None, range_start=0.0, on_false_value=isa._FP32_LOWEST,
                  dtype=None, mask=None, **_) -> View:

@@ -550,6 +550,53 @@ def tensor_partition_reduce(dst: View, op, data: View, mask=None, **_) -> None:
     _emit("tensor_partition_reduce", "gpsimd", dst, (data,), mask, op0=alu_of(op))
 
 
+def _start_partition(view: View) -> int:
+    """The first partition an on-chip view reads or writes (tiles are stored partition first)."""
+    return view.offset // view.decl.strides()[0]
+
+
+def nc_stream_shuffle(src: View, dst: View, shuffle_mask, dtype=None, mask=None, **_) -> None:
+    """Within each quadrant of 32 partitions, dst partition i = src partition shuffle_mask[i] (255 leaves dst
+    partition i as it was), the same 32-entry mask for every quadrant; dst may be src. Vector engine."""
+    trace = current()
+    entries = [int(m) for m in shuffle_mask]
+    if len(entries) != 32 or any(not (0 <= m < 32 or m == 255) for m in entries):
+        raise trace.error(f"nc_stream_shuffle: shuffle_mask must be 32 partition numbers 0-31 or 255, got {entries}")
+    if dtype is not None and nl.dtype_name(dtype) != dst.dtype or src.dtype != dst.dtype:
+        raise trace.error(f"nc_stream_shuffle: src ({src.dtype}) and dst ({dst.dtype}) must have one dtype")
+    active = -(-max(src.shape[0], dst.shape[0]) // 32) * 32
+    allowed = {128: (0,), 96: (0,), 64: (0, 64), 32: (0, 32, 64, 96)}[active]
+    for name, view in (("src", src), ("dst", dst)):
+        if _start_partition(view) not in allowed:
+            raise trace.error(f"nc_stream_shuffle: {name} starts at partition {_start_partition(view)}; with "
+                              f"{active} active partitions it must start at {' or '.join(map(str, allowed))}")
+    _emit("nc_stream_shuffle", "vector", dst, (src,), mask, coefficients=entries)
+
+
+_EXACT_IN_FP32 = 1 << 24  # the instruction's immediates travel as fp32
+
+
+def nonzero_with_count(dst: View, src: View, index_offset=0, padding_val=-1, **_) -> None:
+    """On each GpSimd core's first partition (0, 16, ..., 112) only: dst[p] = the positions (free axes
+    flattened) of src[p]'s nonzero elements plus index_offset, then padding_val up to src's length, then
+    their count; dst holds one more element per partition than src. Other partitions of dst keep what they
+    held. src float32 or int32, dst int32, both in SBUF. NeuronCore-v3 and newer."""
+    trace = current()
+    if trace.version < nc_version.gen3:
+        raise trace.error(f"nisa.nonzero_with_count is a NeuronCore-v3 instruction and this kernel runs on a "
+                          f"NeuronCore-v{trace.version}")
+    for name, value in (("index_offset", index_offset), ("padding_val", padding_val)):
+        if isinstance(value, bool) or not isinstance(value, int) or abs(value) >= _EXACT_IN_FP32:
+            raise trace.error(f"nonzero_with_count: {name} must be an integer below 2**24 in magnitude, got {value!r}")
+    for name, view in (("src", src), ("dst", dst)):
+        if view.buffer != "sbuf":
+            raise trace.error(f"nonzero_with_count: {name} must be in SBUF, not {view.buffer}")
+        if _start_partition(view) % 16:
+            raise trace.error(f"nonzero_with_count: {name} starts at partition {_start_partition(view)}; the "
+                              "GpSimd cores read partitions 0, 16, ..., 112, so it must start at one of them")
+    _emit("nonzero_with_count", "gpsimd", dst, (src,), None, coefficients=[index_offset, padding_val])
+
+
 def max8(dst: View, src: View, mask=None, **_) -> None:
     """dst[p, :8] = the 8 largest values of partition p of src, in descending order."""
     _emit("max8", "vector", dst, (src,), mask)
@@ -587,8 +634,8 @@ def bn_aggr(dst: View, data: View, mask=None, **_) -> None:
 # kernel using one fails on the name rather than on a bare missing attribute.
 _NOT_EMULATED = {
     "nc_matmul_mx", "quantize_mx", "dropout", "rng", "rand2", "rand_set_state",
-    "rand_get_state", "set_rng_seed", "sequence_bounds", "nonzero_with_count",
-    "local_gather", "nc_n_gather", "nc_stream_shuffle", "dma_compute", "register_alloc",
+    "rand_get_state", "set_rng_seed", "sequence_bounds",
+    "local_gather", "nc_n_gather", "dma_compute", "register_alloc",
     "register_load", "register_move", "register_store", "core_barrier", "sendrecv"}
 
 

@@ -101,6 +101,18 @@ def shared_constant(constant, dtype=None, **_) -> View:
     return View.whole(current().constant_tensor(values, name))
 
 
+def shared_identity_matrix(n, dtype="uint8", dst=None, **_) -> View:
+    """An n x n identity matrix in SBUF (into `dst` if given), loaded from a shared HBM constant; the
+    hardware's compiler shares one per dtype, so a kernel may call this as often as it likes."""
+    import torch
+    name = dtype_name(dtype)
+    target = dst if dst is not None else ndarray((n, n), name, sbuf)
+    if tuple(target.shape) != (n, n):
+        raise current().error(f"shared_identity_matrix({n}): dst {target!r} is not {n} x {n}")
+    _emit("dma_copy", "dma", target, (shared_constant(torch.eye(n), name),), None)
+    return target
+
+
 def full(shape, fill_value, dtype, buffer=sbuf, name: str = "", **_) -> View:
     tile = ndarray(shape, dtype, buffer, name)
     _fill(tile, fill_value)
@@ -456,6 +468,7 @@ sqrt, rsqrt, reciprocal = _unary("sqrt"), _unary("rsqrt"), _unary("reciprocal")
 abs, negative, square = _unary("abs"), _unary("negative"), _unary("square")  # noqa: A001 - nl's names
 sin, cos, erf, softplus, sign = _unary("sin"), _unary("cos"), _unary("erf"), _unary("softplus"), _unary("sign")
 floor, ceil, arctan, mish = _unary("floor"), _unary("ceil"), _unary("arctan"), _unary("mish")
+gelu_apprx_sigmoid = _unary("gelu_apprx_sigmoid")
 identity = _unary("copy", "identity")
 
 
