@@ -575,6 +575,9 @@ void execute(const Bound& b) {
     case Opcode::kNonzeroWithCount:
       nonzeroWithCount(b);
       break;
+    case Opcode::kGather:
+      gatherInPartitions(b);
+      break;
     case Opcode::kBnStats:
       bnStats(b);
       break;
@@ -600,6 +603,7 @@ bool rowsIndependent(const Program& program, const Instruction& in) {
     case Opcode::kMatchReplace8:
     case Opcode::kStreamShuffle:  // moves data between partitions
     case Opcode::kNonzeroWithCount:  // each GpSimd core handles its first partition only
+    case Opcode::kGather:  // reads anywhere in its partition
     case Opcode::kBnStats:
     case Opcode::kBnAggr:
       return false;

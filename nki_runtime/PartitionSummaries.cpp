@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "nki_runtime/Dtype.h"
@@ -207,6 +209,28 @@ void nonzeroWithCount(const Bound& b) {
     }
     found.back() = count;
     writePartitionBytes(b, p, reinterpret_cast<const char*>(found.data()));
+  }
+}
+
+void gatherInPartitions(const Bound& b) {
+  std::vector<char> data, indices, gathered;
+  const std::size_t size = byteSize(b.dst_type);
+  for (int64_t p = 0; p < b.in.dst.sizes[0]; ++p) {
+    partitionBytes(b, 0, p, data);
+    partitionBytes(b, 1, p, indices);
+    const std::size_t count = indices.size() / 4, available = data.size() / size;
+    gathered.resize(count * size);
+    for (std::size_t j = 0; j < count; ++j) {
+      uint32_t index;
+      std::memcpy(&index, indices.data() + 4 * j, 4);
+      if (index >= available) {
+        throw std::out_of_range("nc_n_gather: index " + std::to_string(index) + " (partition " + std::to_string(p) +
+                                ", position " + std::to_string(j) + ") is past the " + std::to_string(available) +
+                                " elements of its partition's data");
+      }
+      std::memcpy(gathered.data() + j * size, data.data() + index * size, size);
+    }
+    writePartitionBytes(b, p, gathered.data());
   }
 }
 

@@ -41,6 +41,7 @@ enum class Opcode : uint8_t {
   kRangeSelect,      // dst[p, j] = on_true[p, j] where (j + start) op0 bound0[p] and op1 bound1[p], else fill
   kStreamShuffle,    // dst partition q * 32 + i = src partition q * 32 + mask[i] (255: kept), each quadrant q
   kNonzeroWithCount, // dst[p] = positions of src[p]'s nonzeros + offset, padding, count; p = 0, 16, ... (GpSimd)
+  kGather,           // dst[p, j] = data[p, indices[p, j]], data's free axes flattened (GpSimd nc_n_gather)
 };
 
 enum class AluOp : uint8_t {

@@ -25,7 +25,7 @@ std::string_view opcodeName(Opcode opcode) {
       "dma_copy", "nc_matmul", "nc_transpose", "tensor_tensor", "tensor_scalar", "activation",
       "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select",
       "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr", "tensor_partition_reduce",
-      "affine_select", "nc_match_replace8", "range_select", "nc_stream_shuffle", "nonzero_with_count"};
+      "affine_select", "nc_match_replace8", "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather"};
   return kNames[static_cast<int>(opcode)];
 }
 
@@ -252,6 +252,7 @@ class Checker {
     if (in.opcode == Opcode::kPartitionReduce) return checkPartitionReduce(i, in);
     if (in.opcode == Opcode::kStreamShuffle) return checkStreamShuffle(i, in);
     if (in.opcode == Opcode::kNonzeroWithCount) return checkNonzeroWithCount(i, in);
+    if (in.opcode == Opcode::kGather) return checkGather(i, in);
     if (in.opcode == Opcode::kRangeSelect && (in.dst.rank != 2 || in.coefficients.size() != 2)) {
       fail(i, "selects along the free axis of a [partitions, free] tile, from a start and a fill value");
     }
@@ -300,6 +301,18 @@ class Checker {
              " and a mask entry is 0 to 31, or 255");
         return;
       }
+    }
+  }
+
+  void checkGather(int i, const Instruction& in) {
+    const Access &data = in.inputs[0], &indices = in.inputs[1];
+    if (tensor(data).dtype != tensor(in.dst).dtype) fail(i, "dst must have the data's dtype");
+    if (tensor(indices).dtype != Dtype::kUInt32) fail(i, "the indices must be uint32, not ", name(tensor(indices).dtype));
+    if (data.sizes[0] != in.dst.sizes[0] || indices.sizes[0] != in.dst.sizes[0]) {
+      fail(i, "data, indices and dst must span the same partitions");
+    }
+    if (perPartition(indices) != perPartition(in.dst)) {
+      fail(i, "dst holds ", perPartition(in.dst), " elements per partition for ", perPartition(indices), " indices");
     }
   }
 

@@ -248,4 +248,13 @@ def shuffle_with_a_short_mask(x):
 def shuffle_into_another_dtype(x):
     tile = nl.load(x)
     other = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
-    nisa.nc_stream_shuffle(tile, other, list(range(32)))
+    nisa.nc_stream_shuffle(other, tile, list(range(32)))
+
+
+@nki.jit
+def gather_with_int32_indices(x):
+    tile = nl.load(x)
+    indices = nl.ndarray((x.shape[0], 4), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(indices, 0)
+    out = nl.ndarray((x.shape[0], 4), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.nc_n_gather(out, tile, indices)

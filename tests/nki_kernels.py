@@ -613,3 +613,13 @@ def identity_and_sigmoid_gelu(x):
     nisa.nc_matmul(dst=flipped, stationary=nl.load(x), moving=identity)
     nl.store(out, value=nl.gelu_apprx_sigmoid(flipped))
     return out
+
+
+@nki.jit
+def gather_in_partitions(data, indices):
+    """nc_n_gather: each partition's elements of data (free axes flattened) picked by that partition's indices."""
+    out = nl.ndarray((data.shape[0], indices.shape[1]), dtype=data.dtype, buffer=nl.shared_hbm)
+    picked = nl.ndarray(out.shape, dtype=data.dtype, buffer=nl.sbuf)
+    nisa.nc_n_gather(dst=picked, data=nl.load(data), indices=nl.load(indices))
+    nl.store(out, value=picked)
+    return out

@@ -171,6 +171,22 @@ def test_column_nonzeros_through_transpose_nonzero_with_count_and_shuffle():
         assert torch.equal(got[c], expected), c
 
 
+@pytest.mark.parametrize("dtype, bits", [(torch.float32, torch.int32), (torch.bfloat16, torch.int16),
+                                         (torch.int32, torch.int32)])
+def test_nc_n_gather_within_each_partition(dtype, bits):
+    torch.manual_seed(13)
+    # Random bit patterns, NaN payloads included: the instruction moves elements, it does not convert them.
+    raw = torch.randint(torch.iinfo(bits).min, torch.iinfo(bits).max, (128, 4, 50), dtype=bits)
+    data = raw.view(dtype)
+    indices = torch.randint(0, 200, (128, 30), dtype=torch.int64)
+    got = k.gather_in_partitions(neuron(data), neuron(indices.to(torch.uint32))).cpu()
+    assert got.dtype == dtype
+    assert torch.equal(got.view(bits), raw.reshape(128, -1).gather(1, indices))  # gathered as integers
+    indices[5, 7] = 200  # one past the partition's data
+    with pytest.raises(IndexError, match="nc_n_gather: index 200 \\(partition 5, position 7\\) is past the 200"):
+        k.gather_in_partitions(neuron(data), neuron(indices.to(torch.uint32)))
+
+
 def test_tensor_scalar_cumulative_against_a_python_loop():
     torch.manual_seed(8)
     x = torch.randn(128, 24)
@@ -210,6 +226,7 @@ def test_scalar_tensor_tensor_both_ways_round():
     (bad.shuffle_from_past_the_tile, (16, 4), "would copy src partition 20; src has 16"),
     (bad.shuffle_with_a_short_mask, (32, 4), "must be 32 partition numbers"),
     (bad.shuffle_into_another_dtype, (32, 4), "must have one dtype"),
+    (bad.gather_with_int32_indices, (128, 16), "the indices must be uint32, not int32"),
     (bad.cumulative_division, (128, 16), "accumulates with add, subtract, multiply, maximum or minimum, not divide"),
     (bad.partition_reduce_into_two_partitions, (128, 16), "dst must be one partition with the data's free shape"),
     (bad.affine_select_from_psum, (128, 16), "reads and writes SBUF only"),

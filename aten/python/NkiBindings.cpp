@@ -149,7 +149,7 @@ py::dict codes() {
                          "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select",
                          "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr",
                          "tensor_partition_reduce", "affine_select", "nc_match_replace8",
-                         "range_select", "nc_stream_shuffle", "nonzero_with_count"});
+                         "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather"});
   all["alu"] = names({"bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod",
                       "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
                       "logical_or", "logical_xor", "abs_max"});

@@ -190,7 +190,7 @@ def select_reduce(*, dst: View, predicate: View, on_true: View, on_false, reduce
 
 
 def nc_stream_shuffle(src: View, dst: View, shuffle_mask, *, dtype=None, mask=None, **_) -> None:
-    isa.nc_stream_shuffle(src, dst, shuffle_mask, dtype=dtype, mask=mask)
+    isa.nc_stream_shuffle(dst, src, shuffle_mask, dtype=dtype, mask=mask)  # the current API takes dst first
 
 
 def range_select(*, on_true_tile: View, comp_op0, comp_op1, bound0: View, bound1: View, reduce_cmd=None,

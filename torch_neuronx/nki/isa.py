@@ -555,7 +555,7 @@ def _start_partition(view: View) -> int:
     return view.offset // view.decl.strides()[0]
 
 
-def nc_stream_shuffle(src: View, dst: View, shuffle_mask, dtype=None, mask=None, **_) -> None:
+def nc_stream_shuffle(dst: View, src: View, shuffle_mask, dtype=None, mask=None, **_) -> None:
     """Within each quadrant of 32 partitions, dst partition i = src partition shuffle_mask[i] (255 leaves dst
     partition i as it was), the same 32-entry mask for every quadrant; dst may be src. Vector engine."""
     trace = current()
@@ -597,6 +597,16 @@ def nonzero_with_count(dst: View, src: View, index_offset=0, padding_val=-1, **_
     _emit("nonzero_with_count", "gpsimd", dst, (src,), None, coefficients=[index_offset, padding_val])
 
 
+def nc_n_gather(dst: View, data: View, indices: View, **_) -> None:
+    """dst[p, j...] = data[p, indices[p, j...]] with data's free axes flattened, within each partition; dst has
+    the data's dtype and the indices' shape, the indices are uint32, all in SBUF. GpSimd engine."""
+    trace = current()
+    for name, view in (("dst", dst), ("data", data), ("indices", indices)):
+        if view.buffer != "sbuf":
+            raise trace.error(f"nc_n_gather: {name} must be in SBUF, not {view.buffer}")
+    _emit("nc_n_gather", "gpsimd", dst, (data, indices), None)
+
+
 def max8(dst: View, src: View, mask=None, **_) -> None:
     """dst[p, :8] = the 8 largest values of partition p of src, in descending order."""
     _emit("max8", "vector", dst, (src,), mask)
@@ -635,7 +645,7 @@ def bn_aggr(dst: View, data: View, mask=None, **_) -> None:
 _NOT_EMULATED = {
     "nc_matmul_mx", "quantize_mx", "dropout", "rng", "rand2", "rand_set_state",
     "rand_get_state", "set_rng_seed", "sequence_bounds",
-    "local_gather", "nc_n_gather", "dma_compute", "register_alloc",
+    "local_gather", "dma_compute", "register_alloc",
     "register_load", "register_move", "register_store", "core_barrier", "sendrecv"}
 
 
