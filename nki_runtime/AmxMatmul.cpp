@@ -53,20 +53,48 @@ void packPairs(const uint16_t* t, int64_t rows_stride, int64_t cols_stride, int6
   }
 }
 
-// packPairs for a stationary tile stored [K, M] row-major (rows `s_rows` apart), K even:
-// a[x * pairs_pad + p] = (s[2p][x], s[2p + 1][x]), a transposition done in 16 x 16 blocks of pairs
-// so that its reads and writes both stay within a few cache lines.
-void packStationaryRows(const uint16_t* s, int64_t s_rows, int64_t K, int64_t M, uint32_t* a, int64_t pairs_pad) {
-  const int64_t pairs = K / 2;
-  for (int64_t p0 = 0; p0 < pairs; p0 += kTile) {
-    const int64_t p1 = std::min(pairs, p0 + kTile);
+// The 16 x 16 block of 32-bit values in rows[0..16) transposed in place.
+__attribute__((target("avx512f"), always_inline)) inline void transpose16(__m512i* rows) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(rows[i], rows[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(rows[i], rows[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    rows[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    rows[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    rows[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    rows[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int i = 0; i < 4; ++i) {  // 128-bit lanes: rows i, i + 4 and i + 8, i + 12
+    t[i] = _mm512_shuffle_i32x4(rows[i], rows[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_i32x4(rows[i], rows[i + 4], 0xdd);
+    t[i + 8] = _mm512_shuffle_i32x4(rows[i + 8], rows[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_i32x4(rows[i + 8], rows[i + 12], 0xdd);
+  }
+  for (int i = 0; i < 8; ++i) {
+    const int from = (i % 4) + (i / 4) * 4;  // t[0..3] pair with t[8..11], t[4..7] with t[12..15]
+    rows[i] = _mm512_shuffle_i32x4(t[from], t[from + 8], 0x88);
+    rows[i + 8] = _mm512_shuffle_i32x4(t[from], t[from + 8], 0xdd);
+  }
+}
+
+// packPairs for a stationary tile stored [K, M] row-major (rows `s_rows` apart), K a multiple of 32 and
+// M of 16: a[x * pairs_pad + p] = (s[2p][x], s[2p + 1][x]), 16 pairs by 16 columns at a time (a 32-bit
+// transposition in registers: the scalar loop took about 3 us of a [128, 128] x [128, 512] instruction).
+__attribute__((target("avx512f"))) void packStationaryRows(const uint16_t* s, int64_t s_rows, int64_t K, int64_t M,
+                                                           uint32_t* a, int64_t pairs_pad) {
+  __m512i rows[16];
+  for (int64_t p0 = 0; p0 < K / 2; p0 += kTile) {
     for (int64_t x0 = 0; x0 < M; x0 += kTile) {
-      const int64_t x1 = std::min(M, x0 + kTile);
-      for (int64_t p = p0; p < p1; ++p) {
-        const uint16_t* even = s + 2 * p * s_rows;
-        const uint16_t* odd = even + s_rows;
-        for (int64_t x = x0; x < x1; ++x) a[x * pairs_pad + p] = even[x] | static_cast<uint32_t>(odd[x]) << 16;
+      for (int i = 0; i < 16; ++i) {
+        const uint16_t* even = s + 2 * (p0 + i) * s_rows + x0;
+        const __m512i low = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(even)));
+        const __m512i high = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(even + s_rows)));
+        rows[i] = _mm512_or_si512(low, _mm512_slli_epi32(high, 16));
       }
+      transpose16(rows);
+      for (int j = 0; j < 16; ++j) _mm512_storeu_si512(a + (x0 + j) * pairs_pad + p0, rows[j]);
     }
   }
 }
@@ -112,9 +140,13 @@ void sumAll(const uint32_t* a, int64_t pairs_pad, const uint32_t* b, int64_t col
             int64_t rows_pad) {
   const int64_t a_stride = pairs_pad * 4, b_stride = cols_pad * 4, c_bytes = c_stride * 4;
   const int64_t pair_tiles = pairs_pad / kTile;
+  // Sum rows a multiple of 1 KiB apart (a PSUM tile's 2 KiB partitions) share a few of L1's 64 sets; 32 of
+  // them at once overflow those sets' ways, and storing the tiles then took half of the instruction's time.
+  // Blocks of 16 rows then (one instruction of [128, 128] x [128, 512]: 20 -> 16 us).
+  const int64_t block_rows = c_bytes % 1024 == 0 ? kTile : 2 * kTile;
   loadConfig();
-  for (int64_t i = 0; i < rows_pad; i += 2 * kTile) {
-    const bool two_rows = i + kTile < rows_pad;
+  for (int64_t i = 0; i < rows_pad; i += block_rows) {
+    const bool two_rows = block_rows == 2 * kTile && i + kTile < rows_pad;
     const uint32_t* a_rows = a + i * pairs_pad;
     for (int64_t j = 0; j < cols_pad; j += 2 * kTile) {
       const bool two_cols = j + kTile < cols_pad;
@@ -151,7 +183,7 @@ void multiplyBf16Amx(const uint16_t* s, int64_t s_rows, int64_t s_cols, const ui
     a.assign(rows_pad * pairs_pad, 0);
     b.assign(pairs_pad * cols_pad, 0);
   }
-  if (s_cols == 1 && K % 2 == 0) {
+  if (s_cols == 1 && K % 32 == 0 && M % kTile == 0) {
     packStationaryRows(s, s_rows, K, M, a.data(), pairs_pad);
   } else {
     packPairs(s, s_rows, s_cols, K, M, a.data(), pairs_pad, 1);  // a row per output row: the stationary's column

@@ -206,10 +206,7 @@ TEST(Executor, Bf16MatmulWithPairProductsAgreesWithFp32) {
   EXPECT_EQ(from_bf16, from_fp32);  // small exact values: every product and sum is exact either way
 }
 
-TEST(Executor, Bf16MatmulOfWholeTilesAgreesWithFp32) {
-  // M and N multiples of 16 (the tile unit's sums land in PSUM directly where the CPU has AMX), an odd
-  // number of 16-row and 16-column tiles, and K of 4.5 tile steps.
-  const int K = 144, M = 48, N = 80;
+void expectBf16MatmulAgreesWithFp32(int K, int M, int N) {
   std::vector<uint16_t> sb(K * M), mb(K * N);
   std::vector<float> sf(K * M), mf(K * N), from_bf16(M * N), from_fp32(M * N);
   for (int i = 0; i < K * M; ++i) sf[i] = static_cast<float>((i * 7) % 11) - 5.f;
@@ -218,7 +215,17 @@ TEST(Executor, Bf16MatmulOfWholeTilesAgreesWithFp32) {
   for (int i = 0; i < K * N; ++i) nki::fromFloat(mf[i], &mb[i], Dtype::kBFloat16);
   Executor(matmulProgram(K, M, N, Dtype::kBFloat16)).run({sb.data(), mb.data(), from_bf16.data()});
   Executor(matmulProgram(K, M, N, Dtype::kFloat32)).run({sf.data(), mf.data(), from_fp32.data()});
-  EXPECT_EQ(from_bf16, from_fp32);  // products and sums of halves below 2^24: exact in any order
+  EXPECT_EQ(from_bf16, from_fp32) << K << " x " << M << " x " << N;  // products and sums below 2^24: exact
+}
+
+TEST(Executor, Bf16MatmulOfWholeTilesAgreesWithFp32) {
+  // M and N multiples of 16 (the tile unit's sums land in PSUM directly where the CPU has AMX), an odd
+  // number of 16-row and 16-column tiles, and K of 4.5 tile steps.
+  expectBf16MatmulAgreesWithFp32(144, 48, 80);
+  // The tutorial's whole tiles: the stationary packed by 16 x 16 transpositions (K a multiple of 32), sums
+  // 2 KiB apart (PSUM partitions, summed 16 rows at a time); then rows 192 bytes apart (32 at a time).
+  expectBf16MatmulAgreesWithFp32(128, 128, 512);
+  expectBf16MatmulAgreesWithFp32(64, 32, 48);
 }
 
 TEST(Executor, LargeHbmStoreBypassingCachesKeepsEveryValue) {
