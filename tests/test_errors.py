@@ -59,6 +59,22 @@ def test_mixing_cores_raises(survivor):
     assert (a + b.to("neuron:0")).tolist() == [2.0, 2.0, 2.0]
 
 
+def test_indices_on_another_device_raise_atens_message(survivor):
+    """Indexing with indices on another device than the tensor: ATen's message, which CUDA gives too and
+    PyTorch's own test matches (test_advancedindex_mixed_devices_error); CPU indices into neuron work."""
+    x = torch.arange(24.0).reshape(2, 3, 4)
+    index = torch.tensor([2, 0])
+    for target in (lambda: x[:, index.to("neuron")], lambda: x.index_put_((index.to("neuron"),), torch.tensor(1.0))):
+        with pytest.raises(RuntimeError, match=r"indices should be either on cpu or on the same device as the "
+                                               r"indexed tensor \(cpu\)"):
+            target()
+    assert torch.equal(x, torch.arange(24.0).reshape(2, 3, 4))
+    assert torch.equal(x.to("neuron")[:, index].cpu(), x[:, index])
+    if torch.neuron.device_count() > 1:
+        with pytest.raises(RuntimeError, match=r"indexed tensor \(neuron:0\)"):
+            x.to("neuron:0")[:, index.to("neuron:1")]
+
+
 def test_cpu_and_neuron_mixed_raises(survivor):
     n = torch.ones(3, device="neuron")
     c = torch.ones(3)

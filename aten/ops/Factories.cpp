@@ -1,5 +1,6 @@
 // Tensor allocation on neuron: every device tensor's memory comes from here
 // (or is adopted by CpuAlias.cpp), so memory stats and capacity stay true.
+#include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/TensorFactories.h>
 #include <c10/core/DeviceGuard.h>
@@ -22,6 +23,17 @@ c10::DeviceIndex targetDevice(std::optional<c10::Device> device) {
   return index;
 }
 
+// torch.use_deterministic_algorithms(True) with torch.utils.deterministic.fill_uninitialized_memory (its
+// default): new memory holds NaN, or an integer dtype's largest value, as on CPU and CUDA, so that a read
+// of memory nothing wrote shows the same way on every run.
+at::Tensor filledIfDeterministic(at::Tensor tensor) {
+  if (C10_UNLIKELY(at::globalContext().deterministicAlgorithms() &&
+                   at::globalContext().deterministicFillUninitializedMemory())) {
+    at::native::fill_empty_deterministic_(tensor);
+  }
+  return tensor;
+}
+
 void checkLayout(std::optional<c10::Layout> layout) {
   TORCH_CHECK_NOT_IMPLEMENTED(!layout || *layout == c10::kStrided, "neuron tensors must be strided, got layout ",
                               *layout);
@@ -34,7 +46,8 @@ at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype, st
   TORCH_CHECK(!pin_memory.value_or(false), "only CPU tensors can be pinned");
   const auto index = targetDevice(device);
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, index));
-  return at::detail::empty_generic(size, &neuronAllocator(), kNeuronKeys, c10::dtype_or_default(dtype), memory_format);
+  return filledIfDeterministic(
+      at::detail::empty_generic(size, &neuronAllocator(), kNeuronKeys, c10::dtype_or_default(dtype), memory_format));
 }
 
 at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
@@ -44,8 +57,8 @@ at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride, std::opt
   TORCH_CHECK(!pin_memory.value_or(false), "only CPU tensors can be pinned");
   const auto index = targetDevice(device);
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, index));
-  return at::detail::empty_strided_generic(size, stride, &neuronAllocator(), kNeuronKeys,
-                                           c10::dtype_or_default(dtype));
+  return filledIfDeterministic(at::detail::empty_strided_generic(size, stride, &neuronAllocator(), kNeuronKeys,
+                                                                 c10::dtype_or_default(dtype)));
 }
 
 // A zero tensor: the ZeroTensor key and no memory, as autograd's zero gradients

@@ -34,11 +34,26 @@ struct CallState {
   std::vector<std::pair<at::Tensor, at::Tensor>> aliases;
 };
 
+// Advanced indexing (index, index_put_): indices on another device than the tensor indexed get ATen's
+// own words, which CUDA gives too and PyTorch's tests match.
+bool indexesTensor(const CallState& state) {
+  const std::string& name = state.op.operator_name().name;
+  return name.rfind("aten::index", 0) == 0 || name == "aten::_index_put_impl_";
+}
+
+[[noreturn]] void indicesOnAnotherDevice(const c10::Device& indexed) {
+  TORCH_CHECK(false, "indices should be either on ", c10::kCPU, " or on the same device as the indexed tensor (",
+              indexed, ")");
+}
+
 void claimDevice(CallState& state, const at::Tensor& t, const c10::Argument& argument) {
   const auto index = t.device().index();
   if (!state.device) {
     state.device = index;
     return;
+  }
+  if (*state.device != index && argument.name() == "indices" && indexesTensor(state)) {
+    indicesOnAnotherDevice(c10::Device(c10::DeviceType::PrivateUse1, *state.device));
   }
   TORCH_CHECK(*state.device == index, "Expected all tensors to be on the same device, but found at least two ",
               "devices, neuron:", static_cast<int>(*state.device), " and neuron:", static_cast<int>(index), " (in ",
@@ -68,6 +83,9 @@ at::Tensor bridgeTensor(CallState& state, const at::Tensor& t, const c10::Argume
   if (!isNeuron(t)) {
     // A CPU scalar may be read, never written (out=, an in-place self), as CUDA requires.
     const bool written = argument.alias_info() != nullptr && argument.alias_info()->isWrite();
+    if (!cpu_allowed && argument.name() == "self" && t.dim() > 0 && indexesTensor(state)) {
+      indicesOnAnotherDevice(t.device());  // a CPU tensor indexed by neuron indices
+    }
     TORCH_CHECK(cpu_allowed || (t.device().is_cpu() && t.dim() == 0 && !written) ||
                     (t.device().is_cpu() && isNestedMetadata(state.op, argument)),
                 "Expected all tensors to be on ",
