@@ -386,8 +386,13 @@ void widen(const char* base, Dtype type, const Access& access, float* out) {
   }
 }
 
-// A matmul of fewer multiply-adds runs on one thread (4M: about 2 us of one core's AMX tiles).
+// A matmul of fewer multiply-adds runs on one thread. Split, each core reads operands the other core's
+// caches hold (the DMAs before it just wrote them), which on the tile unit costs more than the halved
+// arithmetic saves: AWS's tiled matmul tutorial took 10.4 ms with its [128, 128] x [128, 512] products
+// split between two cores, 9.2 ms without. Products on the vector units (fp32, bf16 without AMX) take
+// about ten times longer per multiply-add, and split from 4M.
 constexpr int64_t kMinParallelMacs = int64_t{4} << 20;
+constexpr int64_t kMinParallelTileMacs = int64_t{32} << 20;
 constexpr int64_t kRowBand = 32;  // result rows: a multiple of both bf16 kernels' row blocks
 
 void matmul(const Bound& b) {
@@ -413,7 +418,8 @@ void matmul(const Bound& b) {
     // of the moving one. Bands of columns shared every row of the result between two cores, whose
     // tile loads and stores of neighbouring lines then took turns (one instruction: 16 -> 23 us).
     const int64_t bands = (M + kRowBand - 1) / kRowBand;
-    const int64_t min_bands = std::max<int64_t>(1, kMinParallelMacs / std::max<int64_t>(K * N * kRowBand, 1));
+    const int64_t min_macs = hasAmxTiles() ? kMinParallelTileMacs : kMinParallelMacs;
+    const int64_t min_bands = std::max<int64_t>(1, min_macs / std::max<int64_t>(K * N * kRowBand, 1));
     parallelFor(bands, min_bands, [&](int64_t first, int64_t last) {
       const int64_t i0 = first * kRowBand, i1 = std::min(M, last * kRowBand);
       multiply(s + i0 * stationary.strides[1], stationary.strides[0], stationary.strides[1], m, moving.strides[0],
