@@ -73,12 +73,12 @@ void groupStatistics(const std::vector<float>& x, std::size_t first, float* out)
   out[2] = static_cast<float>(squares);
 }
 
-// The bytes of partition p of input k (k < 0: of dst), element after element in the row-major order of
-// its free axes: moved as they are, whatever the dtype.
+// The bytes of partition p of input k, element after element in the row-major order of its free axes:
+// moved as they are, whatever the dtype.
 void partitionBytes(const Bound& b, int k, int64_t p, std::vector<char>& out) {
-  const Access part = partitionOf(k < 0 ? b.in.dst : b.in.inputs[k], p);
-  char* base = k < 0 ? b.dst : b.inputs[k];
-  const Dtype type = k < 0 ? b.dst_type : b.input_types[k];
+  const Access part = partitionOf(b.in.inputs[k], p);
+  char* base = b.inputs[k];
+  const Dtype type = b.input_types[k];
   const std::size_t size = byteSize(type);
   out.clear();
   forEachRow(part, {&part}, [&](const std::array<int64_t, 8>& o) {

@@ -3,10 +3,9 @@
 // processors; the mask broadcast along the batch) and argmax(scores, -1)
 // (greedy search). ATen's CPU kernels run them element by element through a
 // three-input iterator and a scalar reduction: about 135 us each over 8 rows
-// of 32,000 fp32 logits, as long as a decoder layer's products at that batch.
+// of 32,000 fp32 logits.
 // Here both are row loops (aten/kernels/RowSelect.h), rows split between the
 // device's threads. Other forms keep the CPU kernels.
-#include <ATen/ExpandUtils.h>
 #include <ATen/ops/argmax_cpu_dispatch.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/result_type.h>

@@ -562,7 +562,7 @@ def nc_stream_shuffle(dst: View, src: View, shuffle_mask, dtype=None, mask=None,
     entries = [int(m) for m in shuffle_mask]
     if len(entries) != 32 or any(not (0 <= m < 32 or m == 255) for m in entries):
         raise trace.error(f"nc_stream_shuffle: shuffle_mask must be 32 partition numbers 0-31 or 255, got {entries}")
-    if dtype is not None and nl.dtype_name(dtype) != dst.dtype or src.dtype != dst.dtype:
+    if src.dtype != dst.dtype or (dtype is not None and nl.dtype_name(dtype) != dst.dtype):
         raise trace.error(f"nc_stream_shuffle: src ({src.dtype}) and dst ({dst.dtype}) must have one dtype")
     active = -(-max(src.shape[0], dst.shape[0]) // 32) * 32
     allowed = {128: (0,), 96: (0,), 64: (0, 64), 32: (0, 32, 64, 96)}[active]
