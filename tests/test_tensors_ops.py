@@ -184,7 +184,7 @@ def test_one_row_linear_bf16(rows, cols):
                                          (torch.float32, 9), (torch.bfloat16, 2), (torch.bfloat16, 3), (torch.bfloat16, 5),
                                          (torch.bfloat16, 7), (torch.bfloat16, 8), (torch.bfloat16, 16),
                                          (torch.bfloat16, 17)])
-@pytest.mark.parametrize("rows,cols", [(2048, 768), (1001, 33), (1001, 64), (5, 2049)])
+@pytest.mark.parametrize("rows,cols", [(2048, 768), (1001, 33), (1001, 64), (5, 2049), (300, 4096)])
 def test_few_row_linear(dtype, batch, rows, cols):
     """Batched decode's few-row products (the device's streamed kernel up to 8 rows, bf16 on AMX tiles up to 16
     rows where K is a multiple of 32, the CPU GEMM beyond) against a float64 product rounded once."""

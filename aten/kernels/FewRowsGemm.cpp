@@ -24,7 +24,7 @@ using widening::load8;
 // W weight rows against R left rows at once: each left-row load feeds W
 // multiply-adds and each weight load R, so the loop is bound by reading the
 // weight rather than by loads. W x R accumulators stay in registers (AVX-512
-// has 32, AVX2 16); dots[i * R + r] = dot(weight row i, left row r).
+// has 32, AVX2 16); dots[i * R + r] += dot(weight row i, left row r).
 constexpr int avx512WeightRows(int R) { return R <= 6 ? 4 : 3; }
 constexpr int avx2WeightRows(int R) { return R <= 2 ? 4 : R == 3 ? 3 : 2; }
 
@@ -62,15 +62,15 @@ constexpr int stepsPerLine() {
 }
 
 template <int W, int R, typename T>
-void scalarTail(const T* const* w, const float* x, int64_t K, int64_t k, float* dots) {
+void scalarTail(const T* const* w, const float* x, int64_t K, int64_t ldx, int64_t k, float* dots) {
   for (int i = 0; i < W; ++i) {
     for (int r = 0; r < R; ++r) {
-      for (int64_t j = k; j < K; ++j) dots[i * R + r] += static_cast<float>(w[i][j]) * x[r * K + j];
+      for (int64_t j = k; j < K; ++j) dots[i * R + r] += static_cast<float>(w[i][j]) * x[r * ldx + j];
     }
   }
 }
 
-// dots[a] = the sum of v[a]'s lanes, a < N. Sixteen vectors at a time are added pairwise while being
+// dots[a] += the sum of v[a]'s lanes, a < N. Sixteen vectors at a time are added pairwise while being
 // transposed (shuffles of 128-bit quarters, then of lanes), three instructions per vector instead of
 // the eight of a reduction each: a block of 3 x 8 accumulators reduced once per 768 values of K spent
 // a tenth of its time there.
@@ -102,44 +102,45 @@ __attribute__((target("avx512f"), always_inline)) inline void sumLanes(const __m
     const __m512 sums = _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], 0x88), _mm512_shuffle_ps(u[0], u[1], 0xDD));
     const __m512 ordered = _mm512_permutexvar_ps(in_order, sums);
     if (g + 16 <= N) {
-      _mm512_storeu_ps(dots + g, ordered);
+      _mm512_storeu_ps(dots + g, _mm512_add_ps(_mm512_loadu_ps(dots + g), ordered));
     } else {
-      _mm512_mask_storeu_ps(dots + g, static_cast<__mmask16>((1u << (N - g)) - 1), ordered);
+      const auto lanes = static_cast<__mmask16>((1u << (N - g)) - 1);
+      _mm512_mask_storeu_ps(dots + g, lanes, _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, dots + g), ordered));
     }
   }
 }
 
 template <int W, int R, typename T>
-__attribute__((target("avx512f"), always_inline)) inline void stepAvx512(const T* const* w, const float* x, int64_t K,
+__attribute__((target("avx512f"), always_inline)) inline void stepAvx512(const T* const* w, const float* x, int64_t ldx,
                                                                         int64_t k, __m512 (&acc)[W][R]) {
   __m512 v[W];
 #pragma GCC unroll 4
   for (int i = 0; i < W; ++i) v[i] = load16(w[i] + k);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-    const __m512 xr = _mm512_loadu_ps(x + r * K + k);
+    const __m512 xr = _mm512_loadu_ps(x + r * ldx + k);
 #pragma GCC unroll 4
     for (int i = 0; i < W; ++i) acc[i][r] = _mm512_fmadd_ps(v[i], xr, acc[i][r]);
   }
 }
 
 template <int W, int R, typename T>
-__attribute__((target("avx512f"))) void blockAvx512(const T* const* w, const void* left, int64_t K, float* dots) {
+__attribute__((target("avx512f"))) void blockAvx512(const T* const* w, const void* left, int64_t K, int64_t ldx,
+                                                    int64_t row_bytes, float* dots) {
   const float* x = static_cast<const float*>(left);
   __m512 acc[W][R];
 #pragma GCC unroll 32
   for (int a = 0; a < W * R; ++a) acc[a / R][a % R] = _mm512_setzero_ps();
-  const int64_t row_bytes = K * static_cast<int64_t>(sizeof(T));
   const char* next = reinterpret_cast<const char*>(w[0]) + W * row_bytes;
   // A prefetch on every step (twice per line for bf16): unrolled to a whole line, the loop leaves GCC
   // too few of the 32 registers for 24 accumulators (register copies, reloads).
   int64_t k = 0;
   for (; k + 16 <= K; k += 16) {
     prefetchLine<W>(next + k * static_cast<int64_t>(sizeof(T)), row_bytes);
-    stepAvx512<W, R>(w, x, K, k, acc);
+    stepAvx512<W, R>(w, x, ldx, k, acc);
   }
   sumLanes<W * R>(&acc[0][0], dots);
-  scalarTail<W, R>(w, x, K, k, dots);
+  scalarTail<W, R>(w, x, K, ldx, k, dots);
 }
 
 // bf16 weights on AVX-512 without AVX512-BF16, K a multiple of 32: one load of 32 weights gives
@@ -149,13 +150,12 @@ __attribute__((target("avx512f"))) void blockAvx512(const T* const* w, const voi
 // even ones, then the 16 odd ones.
 template <int W, int R>
 __attribute__((target("avx512f"))) void blockAvx512EvenOdd(const c10::BFloat16* const* w, const void* left,
-                                                           int64_t K, float* dots) {
+                                                           int64_t K, int64_t ldx, int64_t row_bytes, float* dots) {
   const float* x = static_cast<const float*>(left);
   __m512 acc[W][R];
 #pragma GCC unroll 32
   for (int a = 0; a < W * R; ++a) acc[a / R][a % R] = _mm512_setzero_ps();
   const __m512i top_halves = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
-  const int64_t row_bytes = K * 2;
   const char* next = reinterpret_cast<const char*>(w[0]) + W * row_bytes;
   for (int64_t k = 0; k < K; k += 32) {  // 32 bf16: one cache line of each weight row
     prefetchLine<W>(next + k * 2, row_bytes);
@@ -168,13 +168,13 @@ __attribute__((target("avx512f"))) void blockAvx512EvenOdd(const c10::BFloat16* 
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const __m512 xr = _mm512_loadu_ps(x + r * K + k);
+      const __m512 xr = _mm512_loadu_ps(x + r * ldx + k);
 #pragma GCC unroll 4
       for (int i = 0; i < W; ++i) acc[i][r] = _mm512_fmadd_ps(even[i], xr, acc[i][r]);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const __m512 xr = _mm512_loadu_ps(x + r * K + k + 16);
+      const __m512 xr = _mm512_loadu_ps(x + r * ldx + k + 16);
 #pragma GCC unroll 4
       for (int i = 0; i < W; ++i) acc[i][r] = _mm512_fmadd_ps(odd[i], xr, acc[i][r]);
     }
@@ -183,38 +183,38 @@ __attribute__((target("avx512f"))) void blockAvx512EvenOdd(const c10::BFloat16* 
 }
 
 template <int W, int R, typename T>
-__attribute__((target("avx2,fma"), always_inline)) inline void stepAvx2(const T* const* w, const float* x, int64_t K,
+__attribute__((target("avx2,fma"), always_inline)) inline void stepAvx2(const T* const* w, const float* x, int64_t ldx,
                                                                        int64_t k, __m256 (&acc)[W][R]) {
   __m256 v[W];
 #pragma GCC unroll 4
   for (int i = 0; i < W; ++i) v[i] = load8(w[i] + k);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-    const __m256 xr = _mm256_loadu_ps(x + r * K + k);
+    const __m256 xr = _mm256_loadu_ps(x + r * ldx + k);
 #pragma GCC unroll 4
     for (int i = 0; i < W; ++i) acc[i][r] = _mm256_fmadd_ps(v[i], xr, acc[i][r]);
   }
 }
 
 template <int W, int R, typename T, bool kPrefetch = true>
-__attribute__((target("avx2,fma"))) void blockAvx2(const T* const* w, const void* left, int64_t K, float* dots) {
+__attribute__((target("avx2,fma"))) void blockAvx2(const T* const* w, const void* left, int64_t K, int64_t ldx,
+                                                   int64_t row_bytes, float* dots) {
   const float* x = static_cast<const float*>(left);
   constexpr int kSteps = stepsPerLine<T, 8>();
   __m256 acc[W][R];
 #pragma GCC unroll 16
   for (int a = 0; a < W * R; ++a) acc[a / R][a % R] = _mm256_setzero_ps();
-  const int64_t row_bytes = K * static_cast<int64_t>(sizeof(T));
   const char* next = reinterpret_cast<const char*>(w[0]) + W * row_bytes;
   int64_t k = 0;
   for (; k + 8 * kSteps <= K; k += 8 * kSteps) {
     if constexpr (kPrefetch) prefetchLine<W>(next + k * static_cast<int64_t>(sizeof(T)), row_bytes);
 #pragma GCC unroll 4
-    for (int s = 0; s < kSteps; ++s) stepAvx2<W, R>(w, x, K, k + 8 * s, acc);
+    for (int s = 0; s < kSteps; ++s) stepAvx2<W, R>(w, x, ldx, k + 8 * s, acc);
   }
-  for (; k + 8 <= K; k += 8) stepAvx2<W, R>(w, x, K, k, acc);
+  for (; k + 8 <= K; k += 8) stepAvx2<W, R>(w, x, ldx, k, acc);
 #pragma GCC unroll 32
-  for (int a = 0; a < W * R; ++a) dots[a] = horizontalSum(acc[a / R][a % R]);
-  scalarTail<W, R>(w, x, K, k, dots);
+  for (int a = 0; a < W * R; ++a) dots[a] += horizontalSum(acc[a / R][a % R]);
+  scalarTail<W, R>(w, x, K, ldx, k, dots);
 }
 
 // bf16 weights and bf16 left rows with AVX512-BF16: 32 exact products summed
@@ -222,12 +222,12 @@ __attribute__((target("avx2,fma"))) void blockAvx2(const T* const* w, const void
 // rows stay bf16 (half the bytes to load); K must be a multiple of 32.
 template <int W, int R>
 __attribute__((target("avx512f,avx512bf16"))) void blockBf16Pairs(const c10::BFloat16* const* w, const void* left,
-                                                                  int64_t K, float* dots) {
+                                                                  int64_t K, int64_t ldx, int64_t row_bytes,
+                                                                  float* dots) {
   const c10::BFloat16* x = static_cast<const c10::BFloat16*>(left);
   __m512 acc[W][R];
 #pragma GCC unroll 32
   for (int a = 0; a < W * R; ++a) acc[a / R][a % R] = _mm512_setzero_ps();
-  const int64_t row_bytes = K * 2;
   const char* next = reinterpret_cast<const char*>(w[0]) + W * row_bytes;
   for (int64_t k = 0; k < K; k += 32) {  // 32 bf16: one cache line of each weight row
     prefetchLine<W>(next + k * 2, row_bytes);
@@ -236,7 +236,7 @@ __attribute__((target("avx512f,avx512bf16"))) void blockBf16Pairs(const c10::BFl
     for (int i = 0; i < W; ++i) v[i] = (__m512bh)_mm512_loadu_si512(w[i] + k);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const __m512bh xr = (__m512bh)_mm512_loadu_si512(x + r * K + k);
+      const __m512bh xr = (__m512bh)_mm512_loadu_si512(x + r * ldx + k);
 #pragma GCC unroll 4
       for (int i = 0; i < W; ++i) acc[i][r] = _mm512_dpbf16_ps(acc[i][r], v[i], xr);
     }
@@ -247,7 +247,8 @@ __attribute__((target("avx512f,avx512bf16"))) void blockBf16Pairs(const c10::BFl
 // A block of weight rows against the left rows [0, first_rows), then (if `rest`) against the others.
 template <typename T>
 struct Block {
-  using Fn = void (*)(const T* const*, const void*, int64_t, float*);
+  // (weight rows, left rows, values of each, left values between rows, weight bytes between rows, dots)
+  using Fn = void (*)(const T* const*, const void*, int64_t, int64_t, int64_t, float*);
   Fn first = nullptr;
   Fn rest = nullptr;
   int first_rows = 0;
@@ -283,26 +284,60 @@ Block<T> blockForRows(int rows, SimdLevel level, LeftRows layout, std::index_seq
   return chosen;
 }
 
-// Weight rows [begin, end) against every left row; a short last block repeats its last row.
+// Left-row bytes that stay in L1 (48 KiB on Golden Cove and Zen 5) beside the weight lines streaming
+// through it. Longer rows are taken a chunk of K at a time, every weight row of a group through one
+// chunk before the next. 8 fp32 rows of K = 2048 (64 KiB) were re-read from L2 for every block of
+// weight rows: 8 rows against 96 weight rows of 2048 in L2, on one Zen 5 core, 32 -> 25 us.
+constexpr int64_t kLeftChunkBytes = int64_t{32} << 10;
+// Weight rows whose partial dots are kept between chunks: a multiple of every block's weight rows.
+constexpr int64_t kGroupRows = 48;
+
+// Values of K a pass takes at once: all of them, or a multiple of a cache line of bf16 pairs.
+int64_t chunkLength(int64_t M, int64_t K, int64_t value_bytes) {
+  if (M * K * value_bytes <= kLeftChunkBytes) return K;
+  return std::max<int64_t>(64, kLeftChunkBytes / (M * value_bytes) / 64 * 64);
+}
+
+// Weight rows [begin, end) against every left row (value_bytes each, ldx values apart); a short last
+// block repeats its last row.
 template <typename T>
-void weightRows(const Block<T>& block, const T* weight, const void* x, const T* bias, int64_t M, int64_t K,
-                int64_t N, T* out, int64_t begin, int64_t end) {
+void weightRows(const Block<T>& block, const T* weight, const void* x, int64_t value_bytes, int64_t ldx,
+                const T* bias, int64_t M, int64_t K, int64_t N, T* out, int64_t begin, int64_t end) {
+  float sums[kGroupRows * kMaxLeftRows];  // [weight row of the group][left row]
   float dots[4 * kMaxLeftRows];
   const T* rows[4];
   const int W = block.weight_rows, first = block.first_rows;
-  // Only AVX2's passes have a rest, and their left rows are fp32.
-  const float* rest_rows = static_cast<const float*>(x) + first * K;
+  const int64_t chunk = chunkLength(M, K, value_bytes), row_bytes = K * static_cast<int64_t>(sizeof(T));
   // Pass p's dots are [weight row][left row of the pass], the second pass's after the first's.
-  auto dot = [&](int64_t i, int64_t r) { return r < first ? dots[i * first + r] : dots[W * first + i * (M - first) + r - first]; };
-  for (int64_t n = begin; n < end; n += W) {
-    const int64_t count = std::min<int64_t>(W, end - n);
-    for (int i = 0; i < W; ++i) rows[i] = weight + (n + std::min<int64_t>(i, count - 1)) * K;
-    std::fill(dots, dots + W * M, 0.f);
-    block.first(rows, x, K, dots);
-    if (block.rest) block.rest(rows, rest_rows, K, dots + W * first);
-    for (int64_t i = 0; i < count; ++i) {
-      const float b = bias ? static_cast<float>(bias[n + i]) : 0.f;
-      for (int64_t r = 0; r < M; ++r) out[r * N + n + i] = static_cast<T>(dot(i, r) + b);
+  auto dot = [&](int64_t i, int64_t r) {
+    return r < first ? dots[i * first + r] : dots[W * first + i * (M - first) + r - first];
+  };
+  for (int64_t group = begin; group < end; group += kGroupRows) {
+    const int64_t group_end = std::min(end, group + kGroupRows);
+    std::fill(sums, sums + kGroupRows * M, 0.f);  // a short last block writes past group_end
+    for (int64_t k0 = 0; k0 < K; k0 += chunk) {
+      const char* left = static_cast<const char*>(x) + k0 * value_bytes;
+      // Only AVX2's passes have a rest.
+      const char* rest = left + first * ldx * value_bytes;
+      const int64_t length = std::min(chunk, K - k0);
+      for (int64_t n = group; n < group_end; n += W) {
+        const int64_t count = std::min<int64_t>(W, group_end - n);
+        for (int i = 0; i < W; ++i) rows[i] = weight + (n + std::min<int64_t>(i, count - 1)) * K + k0;
+        if (!block.rest) {  // one pass: its dots are the group's, [weight row][left row]
+          block.first(rows, left, length, ldx, row_bytes, sums + (n - group) * M);
+          continue;
+        }
+        std::fill(dots, dots + W * M, 0.f);
+        block.first(rows, left, length, ldx, row_bytes, dots);
+        block.rest(rows, rest, length, ldx, row_bytes, dots + W * first);
+        for (int64_t i = 0; i < count; ++i) {
+          for (int64_t r = 0; r < M; ++r) sums[(n - group + i) * M + r] += dot(i, r);
+        }
+      }
+    }
+    for (int64_t n = group; n < group_end; ++n) {
+      const float b = bias ? static_cast<float>(bias[n]) : 0.f;
+      for (int64_t r = 0; r < M; ++r) out[r * N + n] = static_cast<T>(sums[(n - group) * M + r] + b);
     }
   }
 }
@@ -321,9 +356,12 @@ void streamWeight(const T* left, int64_t left_stride, int64_t M, const T* weight
   std::vector<T> packed;
   std::vector<float> widened;
   const void* x = nullptr;
+  const int64_t value_bytes = layout == LeftRows::kBf16 ? sizeof(T) : sizeof(float);
   if (layout == LeftRows::kBf16) {
     packed.resize(M * K);
-    for (int64_t m = 0; m < M; ++m) std::copy(left + m * left_stride, left + m * left_stride + K, &packed[m * K]);
+    for (int64_t m = 0; m < M; ++m) {
+      std::copy(left + m * left_stride, left + m * left_stride + K, &packed[m * K]);
+    }
     x = packed.data();
   } else {
     widened.resize(M * K);
@@ -346,7 +384,7 @@ void streamWeight(const T* left, int64_t left_stride, int64_t M, const T* weight
   // Chunks of at least 64 KiB of weight: smaller ones cost more to hand out than they take.
   const int64_t min_rows = std::max<int64_t>(16, (int64_t{64} << 10) / (static_cast<int64_t>(sizeof(T)) * K));
   parallelRows(N, min_rows, [&](int64_t begin, int64_t end) {
-    weightRows(block, weight, x, bias, M, K, N, out, begin, end);
+    weightRows(block, weight, x, value_bytes, K, bias, M, K, N, out, begin, end);
   });
 }
 
