@@ -160,3 +160,28 @@ def test_checkpoint_preserves_rng_state_with_dropout(use_reentrant):
     x.grad = None
     model(x).pow(2).sum().backward()
     assert not torch.allclose(model.l1.weight.grad, plain[0])
+
+
+@pytest.mark.parametrize("implementation", ["fused", "foreach"])
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "SGD", "Adagrad"])
+def test_optimizer_implementations_step_as_on_cpu(name, implementation):
+    """torch.optim's fused and foreach implementations accept neuron (its fused-device list names the
+    PrivateUse1 backend) and take the CPU device's steps, for fp32 parameters and a bf16 one."""
+    kwargs = dict(lr=0.1, momentum=0.9) if name == "SGD" else dict(lr=0.1)
+    kwargs[implementation] = True
+    steps = {}
+    for device in ("cpu", "neuron"):
+        g = torch.Generator().manual_seed(7)
+        params = [nn.Parameter(torch.randn(5, 3, generator=g).to(device)),
+                  nn.Parameter(torch.randn(4, generator=g).to(device)),
+                  nn.Parameter(torch.randn(6, generator=g).to(torch.bfloat16).to(device))]
+        optimizer = getattr(torch.optim, name)(params, **kwargs)
+        for step in range(3):
+            for p in params:
+                p.grad = (torch.randn(p.shape, generator=g) * (step + 1)).to(p.dtype).to(device)
+            optimizer.step()
+        steps[device] = [p.detach().cpu() for p in params]
+        assert all(p.device.type == device for p in params)
+    for on_neuron, on_cpu in zip(steps["neuron"], steps["cpu"]):
+        torch.testing.assert_close(on_neuron, on_cpu, rtol=1e-5, atol=1e-6)
+    assert not torch.equal(steps["cpu"][0], torch.randn(5, 3, generator=torch.Generator().manual_seed(7)))
