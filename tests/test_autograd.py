@@ -175,6 +175,7 @@ def test_optimizer_implementations_step_as_on_cpu(name, implementation):
         params = [nn.Parameter(torch.randn(5, 3, generator=g).to(device)),
                   nn.Parameter(torch.randn(4, generator=g).to(device)),
                   nn.Parameter(torch.randn(6, generator=g).to(torch.bfloat16).to(device))]
+        initial = params[0].detach().cpu().clone()
         optimizer = getattr(torch.optim, name)(params, **kwargs)
         for step in range(3):
             for p in params:
@@ -182,6 +183,6 @@ def test_optimizer_implementations_step_as_on_cpu(name, implementation):
             optimizer.step()
         steps[device] = [p.detach().cpu() for p in params]
         assert all(p.device.type == device for p in params)
+        assert not torch.equal(steps[device][0], initial)  # the steps moved the parameters
     for on_neuron, on_cpu in zip(steps["neuron"], steps["cpu"]):
         torch.testing.assert_close(on_neuron, on_cpu, rtol=1e-5, atol=1e-6)
-    assert not torch.equal(steps["cpu"][0], torch.randn(5, 3, generator=torch.Generator().manual_seed(7)))

@@ -292,17 +292,17 @@ constexpr int64_t kLeftChunkBytes = int64_t{32} << 10;
 // Weight rows whose partial dots are kept between chunks: a multiple of every block's weight rows.
 constexpr int64_t kGroupRows = 48;
 
-// Values of K a pass takes at once: all of them, or a multiple of a cache line of bf16 pairs.
+// Values of K a pass takes at once: all of them, or a multiple of 64 (the bf16 kernels step 32 at a time).
 int64_t chunkLength(int64_t M, int64_t K, int64_t value_bytes) {
   if (M * K * value_bytes <= kLeftChunkBytes) return K;
   return std::max<int64_t>(64, kLeftChunkBytes / (M * value_bytes) / 64 * 64);
 }
 
-// Weight rows [begin, end) against every left row (value_bytes each, ldx values apart); a short last
-// block repeats its last row.
+// Weight rows [begin, end) against every left row (K values of value_bytes each); a short last block
+// repeats its last row.
 template <typename T>
-void weightRows(const Block<T>& block, const T* weight, const void* x, int64_t value_bytes, int64_t ldx,
-                const T* bias, int64_t M, int64_t K, int64_t N, T* out, int64_t begin, int64_t end) {
+void weightRows(const Block<T>& block, const T* weight, const void* x, int64_t value_bytes, const T* bias,
+                int64_t M, int64_t K, int64_t N, T* out, int64_t begin, int64_t end) {
   float sums[kGroupRows * kMaxLeftRows];  // [weight row of the group][left row]
   float dots[4 * kMaxLeftRows];
   const T* rows[4];
@@ -318,18 +318,18 @@ void weightRows(const Block<T>& block, const T* weight, const void* x, int64_t v
     for (int64_t k0 = 0; k0 < K; k0 += chunk) {
       const char* left = static_cast<const char*>(x) + k0 * value_bytes;
       // Only AVX2's passes have a rest.
-      const char* rest = left + first * ldx * value_bytes;
+      const char* rest = left + first * K * value_bytes;
       const int64_t length = std::min(chunk, K - k0);
       for (int64_t n = group; n < group_end; n += W) {
         const int64_t count = std::min<int64_t>(W, group_end - n);
         for (int i = 0; i < W; ++i) rows[i] = weight + (n + std::min<int64_t>(i, count - 1)) * K + k0;
         if (!block.rest) {  // one pass: its dots are the group's, [weight row][left row]
-          block.first(rows, left, length, ldx, row_bytes, sums + (n - group) * M);
+          block.first(rows, left, length, K, row_bytes, sums + (n - group) * M);
           continue;
         }
         std::fill(dots, dots + W * M, 0.f);
-        block.first(rows, left, length, ldx, row_bytes, dots);
-        block.rest(rows, rest, length, ldx, row_bytes, dots + W * first);
+        block.first(rows, left, length, K, row_bytes, dots);
+        block.rest(rows, rest, length, K, row_bytes, dots + W * first);
         for (int64_t i = 0; i < count; ++i) {
           for (int64_t r = 0; r < M; ++r) sums[(n - group + i) * M + r] += dot(i, r);
         }
@@ -352,16 +352,14 @@ void streamWeight(const T* left, int64_t left_stride, int64_t M, const T* weight
   }
   const Block<T> block =
       blockForRows<T>(static_cast<int>(M), level, layout, std::make_index_sequence<kMaxLeftRows>{});
-  // Left rows packed once (a few KiB, cache-resident for the whole product).
+  // Left rows packed once (at most 8 x K values; long ones are read a chunk at a time, above).
   std::vector<T> packed;
   std::vector<float> widened;
   const void* x = nullptr;
   const int64_t value_bytes = layout == LeftRows::kBf16 ? sizeof(T) : sizeof(float);
   if (layout == LeftRows::kBf16) {
     packed.resize(M * K);
-    for (int64_t m = 0; m < M; ++m) {
-      std::copy(left + m * left_stride, left + m * left_stride + K, &packed[m * K]);
-    }
+    for (int64_t m = 0; m < M; ++m) std::copy(left + m * left_stride, left + m * left_stride + K, &packed[m * K]);
     x = packed.data();
   } else {
     widened.resize(M * K);
@@ -384,7 +382,7 @@ void streamWeight(const T* left, int64_t left_stride, int64_t M, const T* weight
   // Chunks of at least 64 KiB of weight: smaller ones cost more to hand out than they take.
   const int64_t min_rows = std::max<int64_t>(16, (int64_t{64} << 10) / (static_cast<int64_t>(sizeof(T)) * K));
   parallelRows(N, min_rows, [&](int64_t begin, int64_t end) {
-    weightRows(block, weight, x, value_bytes, K, bias, M, K, N, out, begin, end);
+    weightRows(block, weight, x, value_bytes, bias, M, K, N, out, begin, end);
   });
 }
 
