@@ -1,6 +1,7 @@
 #include "nki_runtime/Executor.h"
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 
@@ -34,6 +35,20 @@ bool bypassesCaches(const Program& program, const Instruction& in) {
   return target.elements() * static_cast<int64_t>(byteSize(target.dtype)) >= kBypassCachesBytes;
 }
 
+bool usesGenerators(Opcode opcode) {
+  switch (opcode) {
+    case Opcode::kRandomBits:
+    case Opcode::kRandomUniform:
+    case Opcode::kDropout:
+    case Opcode::kRandomSetState:
+    case Opcode::kRandomGetState:
+    case Opcode::kRandomSeed:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 Executor::Executor(Program program) : program_(std::move(program)) {
@@ -41,6 +56,7 @@ Executor::Executor(Program program) : program_(std::move(program)) {
   for (const Instruction& in : instructions) {
     rows_independent_.push_back(rowsIndependent(program_, in));
     bypass_caches_.push_back(bypassesCaches(program_, in));
+    uses_random_ = uses_random_ || usesGenerators(in.opcode);
   }
   streams_ = planPartitionStreams(program_, rows_independent_);
   // A stream's instructions run interleaved: for lifetimes (so that no two of its tiles share arena
@@ -118,7 +134,7 @@ char* Executor::base(const std::vector<void*>& hbm, char* arena, int32_t tensor)
   return arena + plans_[tensor].offset;
 }
 
-void Executor::run(const std::vector<void*>& hbm) const {
+void Executor::run(const std::vector<void*>& hbm, uint64_t seed) const {
   if (static_cast<int32_t>(hbm.size()) != program_.arguments) {
     throw std::invalid_argument("nki: kernel '" + program_.kernel + "' takes " + std::to_string(program_.arguments) +
                                 " HBM buffers, got " + std::to_string(hbm.size()));
@@ -130,6 +146,7 @@ void Executor::run(const std::vector<void*>& hbm) const {
   char* arena = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(arena_storage.data()) + kAlignment - 1) /
                                         kAlignment * kAlignment);
   const bool streams = !streams_.empty() && argumentsApart(hbm);
+  std::unique_ptr<EngineGenerators> random = uses_random_ ? std::make_unique<EngineGenerators>(seed) : nullptr;
   const auto& instructions = program_.instructions;
   for (std::size_t i = 0; i < instructions.size(); ++i) {
     for (int32_t t : fresh_before_[i]) {
@@ -139,13 +156,13 @@ void Executor::run(const std::vector<void*>& hbm) const {
     if (streams && stream_at_[i] >= 0) {
       const PartitionStream& stream = streams_[stream_at_[i]];
       std::vector<Bound> bounds;
-      for (int32_t k = 0; k < stream.count; ++k) bounds.push_back(bind(hbm, arena, stream.first + k));
+      for (int32_t k = 0; k < stream.count; ++k) bounds.push_back(bind(hbm, arena, stream.first + k, random.get()));
       runStream(stream, bounds);
       i += stream.count - 1;
       continue;
     }
     try {
-      execute(bind(hbm, arena, static_cast<int32_t>(i)));
+      execute(bind(hbm, arena, static_cast<int32_t>(i), random.get()));
     } catch (const std::out_of_range& error) {  // an index read at run time (indirect DMA)
       throw std::out_of_range("kernel '" + program_.kernel + "', line " + std::to_string(instructions[i].line) + ": " +
                               error.what());
@@ -153,7 +170,7 @@ void Executor::run(const std::vector<void*>& hbm) const {
   }
 }
 
-Bound Executor::bind(const std::vector<void*>& hbm, char* arena, int32_t index) const {
+Bound Executor::bind(const std::vector<void*>& hbm, char* arena, int32_t index, EngineGenerators* random) const {
   const Instruction& in = program_.instructions[index];
   Bound bound{in, base(hbm, arena, in.dst.tensor), program_.tensors[in.dst.tensor].dtype, {}, {},
               rows_independent_[index] != 0};
@@ -162,6 +179,9 @@ Bound Executor::bind(const std::vector<void*>& hbm, char* arena, int32_t index) 
     bound.input_types.push_back(program_.tensors[input.tensor].dtype);
   }
   bound.streaming_stores = bypass_caches_[index] != 0;
+  bound.random = random;
+  const TensorInfo& target = program_.tensors[in.dst.tensor];
+  if (target.memory != Memory::kHbm) bound.first_lane = in.dst.offset / target.partitionElements();
   if (in.indirect) {
     const Access& rows = in.indirect_destination ? in.dst : in.inputs[0];
     bound.gathered_elements = program_.tensors[rows.tensor].elements();

@@ -11,6 +11,7 @@
 #include "nki_runtime/Instructions.h"
 #include "nki_runtime/PartitionStreams.h"
 #include "nki_runtime/Program.h"
+#include "nki_runtime/Random.h"
 
 namespace nki {
 
@@ -18,8 +19,10 @@ class Executor {
  public:
   explicit Executor(Program program);
 
-  // hbm[a]: the host address of the call's HBM buffer a (Program::arguments of them).
-  void run(const std::vector<void*>& hbm) const;
+  // hbm[a]: the host address of the call's HBM buffer a (Program::arguments of them). `seed` starts the
+  // engines' random number generators, for programs that use them.
+  void run(const std::vector<void*>& hbm, uint64_t seed = 0) const;
+  bool usesRandom() const { return uses_random_; }
 
   const Program& program() const { return program_; }
   int64_t arenaBytes() const { return arena_bytes_; }
@@ -30,7 +33,7 @@ class Executor {
     bool sentinel_first = false;  // filled with the sentinel before its first instruction
   };
   char* base(const std::vector<void*>& hbm, char* arena, int32_t tensor) const;
-  Bound bind(const std::vector<void*>& hbm, char* arena, int32_t index) const;
+  Bound bind(const std::vector<void*>& hbm, char* arena, int32_t index, EngineGenerators* random) const;
   bool argumentsApart(const std::vector<void*>& hbm) const;
   void runStream(const PartitionStream& stream, const std::vector<Bound>& bounds) const;
 
@@ -42,6 +45,7 @@ class Executor {
   std::vector<PartitionStream> streams_;             // runs replayed a few partitions at a time
   std::vector<int32_t> stream_at_;                   // per instruction: the stream it starts, or -1
   int64_t arena_bytes_ = 0;
+  bool uses_random_ = false;
 };
 
 }  // namespace nki

@@ -15,6 +15,7 @@
 #include "nki_runtime/IndirectDma.h"
 #include "nki_runtime/Parallel.h"
 #include "nki_runtime/PartitionSummaries.h"
+#include "nki_runtime/Random.h"
 #include "nki_runtime/RowLoops.h"
 #include "runtime/SimdLevel.h"
 
@@ -590,6 +591,24 @@ void execute(const Bound& b) {
     case Opcode::kBnAggr:
       bnAggr(b);
       break;
+    case Opcode::kRandomBits:
+      randomBits(b);
+      break;
+    case Opcode::kRandomUniform:
+      randomUniform(b);
+      break;
+    case Opcode::kDropout:
+      dropout(b);
+      break;
+    case Opcode::kRandomSetState:
+      setRandomState(b);
+      break;
+    case Opcode::kRandomGetState:
+      getRandomState(b);
+      break;
+    case Opcode::kRandomSeed:
+      seedRandom(b);
+      break;
   }
 }
 
@@ -612,6 +631,12 @@ bool rowsIndependent(const Program& program, const Instruction& in) {
     case Opcode::kGather:  // reads anywhere in its partition
     case Opcode::kBnStats:
     case Opcode::kBnAggr:
+    case Opcode::kRandomBits:  // each lane's generators step in element order
+    case Opcode::kRandomUniform:
+    case Opcode::kDropout:
+    case Opcode::kRandomSetState:
+    case Opcode::kRandomGetState:
+    case Opcode::kRandomSeed:
       return false;
     default:
       break;

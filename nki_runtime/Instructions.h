@@ -13,6 +13,8 @@
 
 namespace nki {
 
+class EngineGenerators;
+
 struct Bound {
   const Instruction& in;
   char* dst;
@@ -27,6 +29,8 @@ struct Bound {
   // bypass the caches, as the DMA engines' writes bypass the NeuronCore's (no read of the lines first).
   bool streaming_stores = false;
   int64_t gathered_elements = 0;  // an indirect DMA: the elements of the tensor its index tile addresses
+  EngineGenerators* random = nullptr;  // the run's random number generators (Random.h)
+  int64_t first_lane = 0;              // on-chip dst: the partition its view starts at
 
   char* at(char* base, Dtype type, int64_t element) const;
   void loadInput(int k, int64_t offset, float* out) const;

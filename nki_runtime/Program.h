@@ -42,6 +42,13 @@ enum class Opcode : uint8_t {
   kStreamShuffle,    // dst partition q * 32 + i = src partition q * 32 + mask[i] (255: kept), each quadrant q
   kNonzeroWithCount, // dst[p] = positions of src[p]'s nonzeros + offset, padding, count; p = 0, 16, ... (GpSimd)
   kGather,           // dst[p, j] = data[p, indices[p, j]], data's free axes flattened (GpSimd nc_n_gather)
+  // The engines' random number generators (Random.h), one state per compute lane, kept for the whole run:
+  kRandomBits,       // dst = the low bits of 32 random bits per element (nisa.rng)
+  kRandomUniform,    // dst = uniform in [operand0, operand1] (nisa.rand2, nl.rand)
+  kDropout,          // dst = data, or 0 with probability operand0 (nisa.dropout)
+  kRandomSetState,   // the lanes' states = inputs[0][p, :] (uint32); dst names the same view, unwritten
+  kRandomGetState,   // dst[p, :] = lane p's states (uint32)
+  kRandomSeed,       // every lane of the engine seeded from the one 32-bit value of inputs[0]; dst unwritten
 };
 
 enum class AluOp : uint8_t {

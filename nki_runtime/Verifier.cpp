@@ -25,7 +25,8 @@ std::string_view opcodeName(Opcode opcode) {
       "dma_copy", "nc_matmul", "nc_transpose", "tensor_tensor", "tensor_scalar", "activation",
       "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select",
       "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr", "tensor_partition_reduce",
-      "affine_select", "nc_match_replace8", "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather"};
+      "affine_select", "nc_match_replace8", "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather",
+      "rng", "rand2", "dropout", "rand_set_state", "rand_get_state", "set_rng_seed"};
   return kNames[static_cast<int>(opcode)];
 }
 

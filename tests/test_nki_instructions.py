@@ -352,9 +352,9 @@ def test_tensor_copy_predicated_errors():
 def test_an_instruction_not_emulated_is_named():
     import nki.isa as nisa
 
-    with pytest.raises(AttributeError, match="nki.isa.rng is an instruction of AWS's NKI that torch_neuronx does "
-                                             "not emulate yet"):
-        nisa.rng
+    with pytest.raises(AttributeError, match="nki.isa.local_gather is an instruction of AWS's NKI that "
+                                             "torch_neuronx does not emulate yet"):
+        nisa.local_gather
     assert not hasattr(nisa, "quantize_mx")
     with pytest.raises(AttributeError, match="has no attribute 'no_such_instruction'"):
         nisa.no_such_instruction

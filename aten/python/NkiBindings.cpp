@@ -123,14 +123,14 @@ void* hostAddress(const at::Tensor& tensor) {
   throw std::invalid_argument("nki: a kernel runs on neuron or CPU tensors, not on " + tensor.device().str());
 }
 
-void run(const nki::Executor& executor, const std::vector<at::Tensor>& buffers) {
+void run(const nki::Executor& executor, const std::vector<at::Tensor>& buffers, uint64_t seed) {
   std::vector<void*> addresses;
   for (const at::Tensor& buffer : buffers) {
     if (!buffer.is_contiguous()) throw std::invalid_argument("nki: HBM buffers must be contiguous");
     addresses.push_back(hostAddress(buffer));
   }
   py::gil_scoped_release release;
-  executor.run(addresses);
+  executor.run(addresses, seed);
 }
 
 py::dict codes() {
@@ -149,7 +149,8 @@ py::dict codes() {
                          "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select",
                          "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr",
                          "tensor_partition_reduce", "affine_select", "nc_match_replace8",
-                         "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather"});
+                         "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather", "rng",
+                         "rand2", "dropout", "rand_set_state", "rand_get_state", "set_rng_seed"});
   all["alu"] = names({"bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod",
                       "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
                       "logical_or", "logical_xor", "abs_max"});
@@ -171,7 +172,8 @@ void bindNki(py::module& m) {
              }
              return found;
            })
-      .def("run", &run, py::arg("buffers"))
+      .def("run", &run, py::arg("buffers"), py::arg("seed") = 0)
+      .def_property_readonly("uses_random", &nki::Executor::usesRandom)
       .def_property_readonly("arena_bytes", &nki::Executor::arenaBytes)
       .def_property_readonly("instructions", [](const nki::Executor& self) {
         return self.program().instructions.size();

@@ -213,3 +213,9 @@ def bn_aggr(data: View, dtype=None, mask=None, **_) -> View:
     out = _out((data.shape[0], 2), dtype, data.dtype)
     isa.bn_aggr(out, data, mask=mask)
     return out
+
+
+def dropout(data: View, prob, mask=None, dtype=None, **_) -> View:
+    out = _out(data.shape, dtype, data.dtype)
+    isa.dropout(out, data, prob, mask=mask)
+    return out

@@ -6,6 +6,7 @@ from typing import Optional
 
 from . import language as nl
 from .language import _broadcast, _emit, _reduce_axes
+from .isa_random import dropout, rand2, rand_get_state, rand_set_state, rng, set_rng_seed  # noqa: F401
 from .trace import View, current
 
 
@@ -643,8 +644,7 @@ def bn_aggr(dst: View, data: View, mask=None, **_) -> None:
 # Instructions of AWS's current ISA that this emulator does not run yet (docs/nki.md): named, so that a
 # kernel using one fails on the name rather than on a bare missing attribute.
 _NOT_EMULATED = {
-    "nc_matmul_mx", "quantize_mx", "dropout", "rng", "rand2", "rand_set_state",
-    "rand_get_state", "set_rng_seed", "sequence_bounds",
+    "nc_matmul_mx", "quantize_mx", "sequence_bounds",
     "local_gather", "dma_compute", "register_alloc",
     "register_load", "register_move", "register_store", "core_barrier", "sendrecv"}
 

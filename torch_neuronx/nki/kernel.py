@@ -326,10 +326,16 @@ def _run(compiled: _Compiled, arrays: Sequence[torch.Tensor], was_numpy: bool, d
     later = {a: outputs[a] for a in outputs}
     later.update({a: buffer for (a, _), buffer in zip(compiled.constants, constants)})
     ordered = buffers + [later[a] for a in sorted(later)]
-    compiled.program.run(ordered)
+    compiled.program.run(ordered, _launch_seed(device) if compiled.program.uses_random else 0)
     for original, dense in written_back:
         original.copy_(dense)
     return _build_returns(compiled, outputs, was_numpy)
+
+
+def _launch_seed(device: torch.device) -> int:
+    """Where a run's random number generators start: drawn from the device's torch generator, so that
+    torch.manual_seed repeats a kernel's random numbers as it repeats torch's own."""
+    return int(torch.randint(0, 2**62, (1,), device=device).item())
 
 
 def jit(fn=None, *, platform_target: Optional[str] = None, mode: Optional[str] = None, **_):

@@ -552,6 +552,32 @@ def where(condition: View, x, y, dtype=None, mask=None, **_) -> View:
     return out
 
 
+def rand(shape, dtype="float32", buffer=sbuf, name: str = "", **_) -> View:
+    """Uniform random numbers in [0, 1) from the Vector engine's generators (seeded by random_seed)."""
+    from .isa_random import _uniform
+    out = ndarray(shape, dtype, buffer, name)
+    _uniform(out, 0.0, 1.0, None)
+    return out
+
+
+def random_seed(seed, mask=None, **_) -> None:
+    """Seed the Vector engine's generators: a [1, 1] int32/uint32 tile (current API) or a number (beta)."""
+    from .isa_random import seed_immediate, set_rng_seed
+    if isinstance(seed, View):
+        set_rng_seed(seed)
+    else:
+        seed_immediate(seed, ndarray((1, 1), "uint32", sbuf))
+
+
+def dropout(x: View, rate, dtype=None, mask=None, **_) -> View:
+    """x with each element zeroed with probability `rate` (a number or a [partitions, 1] tile); the kept
+    elements are not rescaled, as in nki.isa.dropout."""
+    from .isa_random import dropout as dropout_instruction
+    out = ndarray(x.shape, dtype or x.dtype, sbuf)
+    dropout_instruction(out, x, rate, mask=mask)
+    return out
+
+
 def broadcast_to(x: View, shape) -> View:
     return x.broadcast_to(shape)
 
