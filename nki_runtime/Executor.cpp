@@ -134,7 +134,7 @@ char* Executor::base(const std::vector<void*>& hbm, char* arena, int32_t tensor)
   return arena + plans_[tensor].offset;
 }
 
-void Executor::run(const std::vector<void*>& hbm, uint64_t seed) const {
+void Executor::run(const std::vector<void*>& hbm, uint64_t seed, const Printer* printer) const {
   if (static_cast<int32_t>(hbm.size()) != program_.arguments) {
     throw std::invalid_argument("nki: kernel '" + program_.kernel + "' takes " + std::to_string(program_.arguments) +
                                 " HBM buffers, got " + std::to_string(hbm.size()));
@@ -156,13 +156,13 @@ void Executor::run(const std::vector<void*>& hbm, uint64_t seed) const {
     if (streams && stream_at_[i] >= 0) {
       const PartitionStream& stream = streams_[stream_at_[i]];
       std::vector<Bound> bounds;
-      for (int32_t k = 0; k < stream.count; ++k) bounds.push_back(bind(hbm, arena, stream.first + k, random.get()));
+      for (int32_t k = 0; k < stream.count; ++k) bounds.push_back(bind(hbm, arena, stream.first + k, random.get(), printer));
       runStream(stream, bounds);
       i += stream.count - 1;
       continue;
     }
     try {
-      execute(bind(hbm, arena, static_cast<int32_t>(i), random.get()));
+      execute(bind(hbm, arena, static_cast<int32_t>(i), random.get(), printer));
     } catch (const std::out_of_range& error) {  // an index read at run time (indirect DMA)
       throw std::out_of_range("kernel '" + program_.kernel + "', line " + std::to_string(instructions[i].line) + ": " +
                               error.what());
@@ -170,7 +170,8 @@ void Executor::run(const std::vector<void*>& hbm, uint64_t seed) const {
   }
 }
 
-Bound Executor::bind(const std::vector<void*>& hbm, char* arena, int32_t index, EngineGenerators* random) const {
+Bound Executor::bind(const std::vector<void*>& hbm, char* arena, int32_t index, EngineGenerators* random,
+                     const Printer* printer) const {
   const Instruction& in = program_.instructions[index];
   Bound bound{in, base(hbm, arena, in.dst.tensor), program_.tensors[in.dst.tensor].dtype, {}, {},
               rows_independent_[index] != 0};
@@ -180,6 +181,7 @@ Bound Executor::bind(const std::vector<void*>& hbm, char* arena, int32_t index, 
   }
   bound.streaming_stores = bypass_caches_[index] != 0;
   bound.random = random;
+  bound.printer = printer;
   const TensorInfo& target = program_.tensors[in.dst.tensor];
   if (target.memory != Memory::kHbm) bound.first_lane = in.dst.offset / target.partitionElements();
   if (in.indirect) {

@@ -21,7 +21,7 @@ class Executor {
 
   // hbm[a]: the host address of the call's HBM buffer a (Program::arguments of them). `seed` starts the
   // engines' random number generators, for programs that use them.
-  void run(const std::vector<void*>& hbm, uint64_t seed = 0) const;
+  void run(const std::vector<void*>& hbm, uint64_t seed = 0, const Printer* printer = nullptr) const;
   bool usesRandom() const { return uses_random_; }
 
   const Program& program() const { return program_; }
@@ -33,7 +33,8 @@ class Executor {
     bool sentinel_first = false;  // filled with the sentinel before its first instruction
   };
   char* base(const std::vector<void*>& hbm, char* arena, int32_t tensor) const;
-  Bound bind(const std::vector<void*>& hbm, char* arena, int32_t index, EngineGenerators* random) const;
+  Bound bind(const std::vector<void*>& hbm, char* arena, int32_t index, EngineGenerators* random,
+             const Printer* printer) const;
   bool argumentsApart(const std::vector<void*>& hbm) const;
   void runStream(const PartitionStream& stream, const std::vector<Bound>& bounds) const;
 

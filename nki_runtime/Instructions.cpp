@@ -458,6 +458,23 @@ bool sameView(const Access& a, const Access& b) {
 
 void copyView(const Bound& b) { copy(b); }
 
+// nl.device_print: the view's elements, in row-major order, as the tensor holds them.
+void devicePrint(const Bound& b) {
+  if (!b.printer) return;
+  const Access& view = b.in.dst;
+  const std::size_t size = byteSize(b.dst_type);
+  std::vector<char> bytes;
+  bytes.reserve(view.elements() * size);
+  forEachRow(view, {&view}, [&](const std::array<int64_t, 8>& o) {
+    for (int64_t j = 0; j < inner(view); ++j) {
+      const char* element = b.at(b.dst, b.dst_type, o[0] + j * innerStride(view));
+      bytes.insert(bytes.end(), element, element + size);
+    }
+  });
+  (*b.printer)(static_cast<int32_t>(b.in.coefficients.at(0)),
+               std::vector<int64_t>(view.sizes.begin(), view.sizes.begin() + view.rank), bytes);
+}
+
 char* Bound::at(char* base, Dtype type, int64_t element) const { return base + element * byteSize(type); }
 
 void Bound::loadInput(int k, int64_t offset, float* out) const {
@@ -609,6 +626,9 @@ void execute(const Bound& b) {
     case Opcode::kRandomSeed:
       seedRandom(b);
       break;
+    case Opcode::kDevicePrint:
+      devicePrint(b);
+      break;
   }
 }
 
@@ -637,6 +657,7 @@ bool rowsIndependent(const Program& program, const Instruction& in) {
     case Opcode::kRandomSetState:
     case Opcode::kRandomGetState:
     case Opcode::kRandomSeed:
+    case Opcode::kDevicePrint:  // prints in program order
       return false;
     default:
       break;

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "nki_runtime/Dtype.h"
@@ -14,6 +15,10 @@
 namespace nki {
 
 class EngineGenerators;
+
+// Receives nl.device_print's tiles as a run reaches them: the label's number, the view's shape, its
+// elements' bytes in row-major order (the tensor's dtype).
+using Printer = std::function<void(int32_t label, const std::vector<int64_t>& shape, const std::vector<char>& bytes)>;
 
 struct Bound {
   const Instruction& in;
@@ -31,6 +36,7 @@ struct Bound {
   int64_t gathered_elements = 0;  // an indirect DMA: the elements of the tensor its index tile addresses
   EngineGenerators* random = nullptr;  // the run's random number generators (Random.h)
   int64_t first_lane = 0;              // on-chip dst: the partition its view starts at
+  const Printer* printer = nullptr;    // nl.device_print's receiver; none: printing is skipped
 
   char* at(char* base, Dtype type, int64_t element) const;
   void loadInput(int k, int64_t offset, float* out) const;

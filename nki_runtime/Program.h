@@ -49,6 +49,7 @@ enum class Opcode : uint8_t {
   kRandomSetState,   // the lanes' states = inputs[0][p, :] (uint32); dst names the same view, unwritten
   kRandomGetState,   // dst[p, :] = lane p's states (uint32)
   kRandomSeed,       // every lane of the engine seeded from the one 32-bit value of inputs[0]; dst unwritten
+  kDevicePrint,      // hands dst's values (unwritten, any memory) to the run's printer, labelled coefficients[0]
 };
 
 enum class AluOp : uint8_t {

@@ -1,5 +1,5 @@
 """NKI kernels that use the engines' random number generators (nisa.rng, rand2, dropout, the state
-instructions, nl.rand and nl.random_seed), for test_nki_random.py."""
+instructions, nl.rand and nl.random_seed) and nl.device_print, for test_nki_random.py."""
 import nki
 import nki.isa as nisa
 import nki.language as nl
@@ -186,4 +186,17 @@ def rng_into_float(x):
     bits = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
     nisa.rng(bits)
     nisa.dma_copy(dst=out, src=bits)
+    return out
+
+
+@nki.jit
+def print_tiles(x):
+    """nl.device_print of each 128-row tile in a loop (SBUF, bf16 copy) and of the HBM input."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.device_print("input:", x)
+    for t in nl.affine_range(x.shape[0] // 128):
+        tile = nl.load(x[t * 128:(t + 1) * 128, :])
+        nl.device_print("tile:", tile)
+        nl.device_print("bf16:", nl.copy(tile, dtype=nl.bfloat16))
+        nl.store(out[t * 128:(t + 1) * 128, :], tile)
     return out

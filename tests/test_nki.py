@@ -86,6 +86,22 @@ def test_masked_ragged_tiles_with_numpy_arrays():
     np.testing.assert_allclose(out, np.exp(x), rtol=1e-6)
 
 
+def test_nki_simulate_runs_a_kernel_a_function_and_a_grid_launch():
+    import nki
+
+    a = np.arange(512 * 8, dtype=np.float32).reshape(512, 8)
+    b = np.ones((512, 8), dtype=np.float32)
+    out = nki.simulate(k.add_grid[4])(a, b)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_array_equal(out, a + 1)
+    x = np.random.default_rng(5).standard_normal((130, 16)).astype(np.float32)
+    np.testing.assert_allclose(nki.simulate(k.exp_ragged)(x), np.exp(x), rtol=1e-6)
+    # A plain function is jitted; CPU tensors come back as CPU tensors.
+    result = nki.simulate(k.exp_ragged.fn)(torch.from_numpy(x))
+    assert isinstance(result, torch.Tensor) and result.device.type == "cpu"
+    torch.testing.assert_close(result, torch.from_numpy(np.exp(x)), rtol=1e-6, atol=0)
+
+
 def test_rmsnorm_matches_transformers_formula():
     torch.manual_seed(4)
     x, weight = torch.randn(256, 512), torch.randn(512)

@@ -163,3 +163,19 @@ def test_beta_api_seed_number_and_dropout():
     b = k.beta_seeded_dropout(x).cpu()
     assert torch.equal(a, b)  # seeded from the kernel's number, whatever the launch
     assert within_sigmas((a == 0).double().mean().item(), 0.5, math.sqrt(0.25 / a.numel()))
+
+
+def test_device_print_prints_each_tile_as_the_run_reaches_it(capsys):
+    x = torch.arange(256 * 3, dtype=torch.float32).reshape(256, 3) / 8
+    out = k.print_tiles(neuron(x))
+    assert torch.equal(out.cpu(), x)  # printing changes nothing
+    lines = capsys.readouterr().out
+    printed = [block for block in lines.split("\n") if block.startswith(("input:", "tile:", "bf16:"))]
+    assert [p.split(":")[0] for p in printed] == ["input", "tile", "bf16", "tile", "bf16"]
+    # The printed values are the tiles' (NumPy's own formatting of the same arrays).
+    assert str(x[:128].numpy()).split("\n")[0] in lines
+    assert str(x[128:].numpy()).split("\n")[-1] in lines
+    assert str(x.numpy()).split("\n")[0] in lines
+    # A second call prints again: the print is part of the program, not of its tracing.
+    k.print_tiles(neuron(x))
+    assert capsys.readouterr().out.count("tile:") == 2

@@ -203,6 +203,29 @@ def test_few_row_linear(dtype, batch, rows, cols):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("batch", [1, 3, 8])
+def test_decode_products_do_not_depend_on_the_rows_layout(dtype, batch):
+    """Strided left rows give the contiguous rows' product bit for bit (as on the CPU device), for x @ W^T
+    (F.linear) and x @ W, with and without bias, and under autograd (the gradients' products)."""
+    g = torch.Generator().manual_seed(batch)
+    w = torch.randn(300, 96, generator=g).to(dtype).to(N)
+    bias = torch.randn(300, generator=g).to(dtype).to(N)
+    x = torch.randn(batch, 96, generator=g).to(dtype).to(N)
+    strided = torch.zeros(batch, 192, dtype=dtype, device=N)[:, ::2]
+    strided.copy_(x)
+    assert not strided.is_contiguous()
+    for a, b in ((F.linear(x, w), F.linear(strided, w)), (F.linear(x, w, bias), F.linear(strided, w, bias)),
+                 (x @ w.t().contiguous(), strided @ w.t().contiguous())):
+        assert torch.equal(a.cpu(), b.cpu())
+    grads = []
+    for rows in (x, strided):
+        leaf = w.detach().clone().requires_grad_()
+        F.linear(rows, leaf).sum().backward()
+        grads.append(leaf.grad.cpu())
+    assert torch.equal(grads[0], grads[1])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("k,n", [(768, 2048), (33, 7), (5, 1001), (2048, 300)])
 @pytest.mark.parametrize("batch", [1, 3, 8, 9])
 def test_rows_times_matrix(dtype, k, n, batch):

@@ -22,7 +22,7 @@ DecodeKernel chooseKernel(const at::Tensor& left, const at::Tensor& right, const
     return DecodeKernel::kNone;
   }
   const auto dtype = left.scalar_type();
-  if ((dtype != at::kFloat && dtype != at::kBFloat16) || right.scalar_type() != dtype || left.stride(1) != 1) {
+  if ((dtype != at::kFloat && dtype != at::kBFloat16) || right.scalar_type() != dtype) {
     return DecodeKernel::kNone;
   }
   if (bias.defined() && (bias.scalar_type() != dtype || bias.dim() != 1 || bias.size(0) != right.size(1) ||
@@ -67,12 +67,17 @@ void runKernel(DecodeKernel kernel, const at::Tensor& left, const at::Tensor& ri
   rowsTimesMatrix(x, left.stride(0), rows, matrix, dataOrNull<T>(bias), y, K, N);
 }
 
+// Left rows of any strides take the same kernel, packed first (at most kFewRows rows): a product's
+// result must not depend on its operands' layout. Sent to the CPU GEMM instead, a strided view of the
+// same rows summed in another order (test_modules.py's non-contiguous Transformer tests: parameter
+// gradients 1e-5 apart where the CPU device's agree bit for bit).
 void run(DecodeKernel kernel, const at::Tensor& left, const at::Tensor& right, const at::Tensor& bias,
          at::Tensor& out) {
+  const at::Tensor rows = left.stride(1) == 1 ? left : left.contiguous();
   if (left.scalar_type() == at::kBFloat16) {
-    runKernel<c10::BFloat16>(kernel, left, right, bias, out);
+    runKernel<c10::BFloat16>(kernel, rows, right, bias, out);
   } else {
-    runKernel<float>(kernel, left, right, bias, out);
+    runKernel<float>(kernel, rows, right, bias, out);
   }
 }
 

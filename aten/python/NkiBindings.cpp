@@ -123,14 +123,23 @@ void* hostAddress(const at::Tensor& tensor) {
   throw std::invalid_argument("nki: a kernel runs on neuron or CPU tensors, not on " + tensor.device().str());
 }
 
-void run(const nki::Executor& executor, const std::vector<at::Tensor>& buffers, uint64_t seed) {
+// `printer` (or None): called as printer(label, shape, bytes) for each nl.device_print the run reaches.
+void run(const nki::Executor& executor, const std::vector<at::Tensor>& buffers, uint64_t seed,
+         const py::object& printer) {
   std::vector<void*> addresses;
   for (const at::Tensor& buffer : buffers) {
     if (!buffer.is_contiguous()) throw std::invalid_argument("nki: HBM buffers must be contiguous");
     addresses.push_back(hostAddress(buffer));
   }
+  nki::Printer print;
+  if (!printer.is_none()) {
+    print = [&printer](int32_t label, const std::vector<int64_t>& shape, const std::vector<char>& bytes) {
+      py::gil_scoped_acquire hold;
+      printer(label, shape, py::bytes(bytes.data(), bytes.size()));
+    };
+  }
   py::gil_scoped_release release;
-  executor.run(addresses, seed);
+  executor.run(addresses, seed, print ? &print : nullptr);
 }
 
 py::dict codes() {
@@ -150,7 +159,8 @@ py::dict codes() {
                          "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr",
                          "tensor_partition_reduce", "affine_select", "nc_match_replace8",
                          "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather", "rng",
-                         "rand2", "dropout", "rand_set_state", "rand_get_state", "set_rng_seed"});
+                         "rand2", "dropout", "rand_set_state", "rand_get_state", "set_rng_seed",
+                         "device_print"});
   all["alu"] = names({"bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod",
                       "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
                       "logical_or", "logical_xor", "abs_max"});
@@ -172,7 +182,7 @@ void bindNki(py::module& m) {
              }
              return found;
            })
-      .def("run", &run, py::arg("buffers"), py::arg("seed") = 0)
+      .def("run", &run, py::arg("buffers"), py::arg("seed") = 0, py::arg("printer") = py::none())
       .def_property_readonly("uses_random", &nki::Executor::usesRandom)
       .def_property_readonly("arena_bytes", &nki::Executor::arenaBytes)
       .def_property_readonly("instructions", [](const nki::Executor& self) {

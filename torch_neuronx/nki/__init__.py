@@ -8,10 +8,10 @@ replayed by C++ (nki_runtime/). Where AWS's packages are not installed, the
 import names `nki` and `neuronxcc.nki` resolve here (aliases.py).
 """
 from . import isa, language  # noqa: F401
-from .kernel import Kernel, baremetal, benchmark, jit, simulate_kernel  # noqa: F401
+from .kernel import Kernel, baremetal, benchmark, jit, simulate, simulate_kernel  # noqa: F401
 from .trace import NkiError  # noqa: F401
 
 # The type of nl.float32, nl.int32, ...: the dtype names (kernels annotate with it: `index_dtype: nki.dtype`).
 dtype = str
 
-__all__ = ["jit", "language", "isa", "simulate_kernel", "baremetal", "benchmark", "Kernel", "NkiError"]
+__all__ = ["jit", "language", "isa", "simulate", "simulate_kernel", "baremetal", "benchmark", "Kernel", "NkiError"]

@@ -154,6 +154,8 @@ def predict(encoded: dict, version: int = 3) -> Prediction:
         engine = names["engine"][ins["engine"]]
         opcode = names["opcode"][ins["opcode"]]
         dst = ins["dst"]
+        if opcode == "device_print":  # a debugging aid, not part of the kernel's work
+            continue
         if engine == "dma":
             nbytes = _elements(dst) * BYTES[dtypes[dst[0]]]
             if ins["accumulate"]:  # dst_rmw_op: the engine reads what dst holds before it writes

@@ -326,10 +326,21 @@ def _run(compiled: _Compiled, arrays: Sequence[torch.Tensor], was_numpy: bool, d
     later = {a: outputs[a] for a in outputs}
     later.update({a: buffer for (a, _), buffer in zip(compiled.constants, constants)})
     ordered = buffers + [later[a] for a in sorted(later)]
-    compiled.program.run(ordered, _launch_seed(device) if compiled.program.uses_random else 0)
+    labels = compiled.encoded.get("print_labels")
+    compiled.program.run(ordered, _launch_seed(device) if compiled.program.uses_random else 0,
+                         functools.partial(_device_print, labels) if labels else None)
     for original, dense in written_back:
         original.copy_(dense)
     return _build_returns(compiled, outputs, was_numpy)
+
+
+def _device_print(labels: list, label: int, shape: list, data: bytes) -> None:
+    """nl.device_print as the run reaches it: the prefix, then the tile as NumPy prints it."""
+    prefix, dtype = labels[label]
+    values = torch.frombuffer(bytearray(data), dtype=_TORCH_DTYPES[dtype]).reshape(shape)
+    if values.dtype in (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
+        values = values.float()
+    print(prefix, values.numpy(), flush=True)
 
 
 def _launch_seed(device: torch.device) -> int:
@@ -349,6 +360,13 @@ def jit(fn=None, *, platform_target: Optional[str] = None, mode: Optional[str] =
 def simulate_kernel(kernel, *args, **kwargs):
     """Beta entry point: run a kernel (jit or not) on NumPy arrays."""
     return jit(kernel)(*args, **kwargs) if not isinstance(kernel, Kernel) else kernel(*args, **kwargs)
+
+
+def simulate(kernel):
+    """Current entry point, `nki.simulate(kernel)(a, b)`: the kernel (jit, a plain function, or a grid launch
+    `kernel[2]`) as a callable that runs on NumPy arrays or CPU tensors and returns the same kind, as AWS's
+    CPU simulator does."""
+    return jit(kernel) if inspect.isfunction(kernel) else kernel
 
 
 def baremetal(kernel=None, **_):

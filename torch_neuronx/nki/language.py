@@ -552,6 +552,17 @@ def where(condition: View, x, y, dtype=None, mask=None, **_) -> View:
     return out
 
 
+def device_print(print_prefix, tensor: View, mask=None, **_) -> None:
+    """Print `print_prefix` and the tile's values each time the kernel reaches this point, to stdout (as AWS's
+    CPU simulator does; on Trainium the runtime writes them under NEURON_RT_DEBUG_OUTPUT_DIR). SBUF, PSUM or
+    HBM; the kernel's results and its predicted time are unchanged."""
+    trace = current()
+    if not isinstance(tensor, View):
+        raise trace.error(f"device_print prints a tensor, not {type(tensor).__name__}")
+    trace.print_labels.append((str(print_prefix), tensor.dtype))
+    trace.emit("device_print", "vector", apply_mask(tensor, mask), (), coefficients=[len(trace.print_labels) - 1])
+
+
 def rand(shape, dtype="float32", buffer=sbuf, name: str = "", **_) -> View:
     """Uniform random numbers in [0, 1) from the Vector engine's generators (seeded by random_seed)."""
     from .isa_random import _uniform

@@ -327,6 +327,7 @@ class Trace:
         self.loop_stack: List[Tuple[int, int]] = []
         self.next_loop = 0
         self.arguments = 0
+        self.print_labels: List[tuple] = []  # nl.device_print: (prefix, dtype) per label number
         self.program_id: Tuple[int, ...] = (0,) * max(len(grid), 1)
         self.grid_instance = 0
         self.shared: List[TensorDecl] = []  # shared_hbm tensors in allocation order (one set for all instances)
@@ -486,4 +487,5 @@ class Trace:
             enc["inputs"] = [v.access() for v in ins["inputs"]]
             instructions.append(enc)
         return {"kernel": self.kernel, "file": self.file, "tensors": tensors, "instructions": instructions,
-                "loop_nests": [[tuple(l) for l in nest] for nest in self.loop_nests], "arguments": self.arguments}
+                "loop_nests": [[tuple(l) for l in nest] for nest in self.loop_nests], "arguments": self.arguments,
+                "print_labels": list(self.print_labels)}
