@@ -29,11 +29,16 @@ void seedGenerators(std::vector<Xorwow>& generators, uint64_t seed) {
   }
 }
 
-// Calls value(generator, lane) for each element of dst in order, then store(element's offset in dst);
-// the elements of a partition take its lane's generators in turn.
+EngineGenerators& generatorsOf(const Bound& b) {
+  if (!b.random) throw std::logic_error("nki: a random instruction ran without the engines' generators");
+  return *b.random;
+}
+
+// Calls element(generator, the row's offsets, index in the row, the element's offset in dst) for each
+// element of dst in order; the elements of a partition take its lane's generators in turn.
 template <typename Element>
 void forEachElement(const Bound& b, Element element) {
-  if (!b.random) throw std::logic_error("nki: a random instruction ran without the engines' generators");
+  EngineGenerators& generators = generatorsOf(b);
   const Access& dst = b.in.dst;
   const int64_t n = inner(dst), step = innerStride(dst);
   const int64_t rows_per_lane = rowCount(dst) / dst.sizes[0];
@@ -42,7 +47,7 @@ void forEachElement(const Bound& b, Element element) {
   forEachRow(dst, b.views(), [&](const std::array<int64_t, 8>& o) {
     const int64_t lane = b.first_lane + row / rows_per_lane, first = (row % rows_per_lane) * n;
     for (int64_t j = 0; j < n; ++j) {
-      element(b.random->at(b.in.engine, lane, (first + j) % per_lane), o, j, o[0] + j * step);
+      element(generators.at(b.in.engine, lane, (first + j) % per_lane), o, j, o[0] + j * step);
     }
     ++row;
   });
@@ -60,11 +65,11 @@ void storeWord(const Bound& b, int64_t element, uint32_t word) {
 
 // A state tile: [lanes, 6 x generators per lane] uint32, the words of each generator in turn.
 void forEachStateWord(const Bound& b, const Access& tile, const std::function<void(uint32_t&, int64_t)>& word) {
-  if (!b.random) throw std::logic_error("nki: a random instruction ran without the engines' generators");
+  EngineGenerators& generators = generatorsOf(b);
   const int per_lane = EngineGenerators::perLane(b.in.engine);
   for (int64_t p = 0; p < tile.sizes[0]; ++p) {
     for (int64_t w = 0; w < per_lane * kWordsPerGenerator; ++w) {
-      Xorwow& g = b.random->at(b.in.engine, b.first_lane + p, w / kWordsPerGenerator);
+      Xorwow& g = generators.at(b.in.engine, b.first_lane + p, w / kWordsPerGenerator);
       const int64_t k = w % kWordsPerGenerator;
       word(k < 5 ? g.x[k] : g.weyl, tile.offset + p * tile.strides[0] + w * innerStride(tile));
     }
@@ -125,9 +130,9 @@ void randomUniform(const Bound& b) {
 
 void dropout(const Bound& b) {
   forEachElement(b, [&](Xorwow& g, const std::array<int64_t, 8>& o, int64_t j, int64_t element) {
-    float rate = 0.f, value = 0.f;
+    float rate = 0.f;
     b.scalarOperand(b.in.operand0, o, rate);
-    value = toFloat(b.at(b.inputs[0], b.input_types[0], o[1] + j * innerStride(b.in.inputs[0])), b.input_types[0]);
+    float value = toFloat(b.at(b.inputs[0], b.input_types[0], o[1] + j * innerStride(b.in.inputs[0])), b.input_types[0]);
     if (g.uniform() < rate) value = 0.f;
     storeRow(&value, 1, b.at(b.dst, b.dst_type, element), 0, b.dst_type);
   });
@@ -142,12 +147,11 @@ void getRandomState(const Bound& b) {
 }
 
 void seedRandom(const Bound& b) {
-  if (!b.random) throw std::logic_error("nki: a random instruction ran without the engines' generators");
   // A seed tile, or an immediate as two 16-bit halves (exact in the instruction's float coefficients).
   const uint32_t value = b.in.inputs.empty() ? (static_cast<uint32_t>(b.in.coefficients.at(0)) << 16) |
                                                    static_cast<uint32_t>(b.in.coefficients.at(1))
                                              : loadWord(b, 0, b.in.inputs[0].offset);
-  b.random->seed(b.in.engine, value);
+  generatorsOf(b).seed(b.in.engine, value);
 }
 
 }  // namespace nki

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from . import language as nl
-from .language import _broadcast, _emit, _reduce_axes
+from .language import _broadcast, _emit, _operand, _reduce_axes
 from .isa_random import dropout, rand2, rand_get_state, rand_set_state, rng, set_rng_seed  # noqa: F401
 from .trace import View, current
 
@@ -216,17 +216,6 @@ def tensor_tensor(dst: View, data1: View, data2: View, op, engine=None, mask=Non
         raise current().error("tensor_tensor: at most one input may be in PSUM")
     _emit("tensor_tensor", _engine(engine, "vector"), dst, (_broadcast(data1, dst), _broadcast(data2, dst)),
           mask, op0=alu_of(op))
-
-
-def _operand(value, inputs: list, like: View):
-    if isinstance(value, View):
-        if value.shape[0] != like.shape[0] or any(s != 1 for s in value.shape[1:]):
-            raise current().error(f"a tensor_scalar operand is a scalar or a [partitions, 1] vector, "
-                                  f"not {value!r}")
-        inputs.append(value.broadcast_to((value.shape[0],) + like.shape[1:]) if value.ndim == like.ndim else
-                      View(value.decl, value.offset, like.shape, (value.strides[0],) + (0,) * (like.ndim - 1)))
-        return (len(inputs) - 1, 0.0)
-    return (-1, float(value or 0.0))
 
 
 def tensor_scalar(dst: View, data: View, op0, operand0, reverse0: bool = False, op1=None, operand1=None,

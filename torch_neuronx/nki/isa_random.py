@@ -7,7 +7,7 @@ from the kernel. The numbers follow the documented distributions, not Trainium's
 does not publish)."""
 from __future__ import annotations
 
-from .language import _emit
+from .language import _emit, _operand
 from .trace import FLOATS, View, current
 
 _INTEGERS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
@@ -33,16 +33,6 @@ def _on_chip(view: View, role: str, instruction: str, engine: str) -> None:
                               f"(the {engine} engine's memories)")
 
 
-def _per_partition_operand(value, inputs: list, like: View, what: str):
-    """An immediate, or a [partitions, 1] tile read once per partition."""
-    if isinstance(value, View):
-        if value.shape[0] != like.shape[0] or any(s != 1 for s in value.shape[1:]):
-            raise current().error(f"{what} is a scalar or a [partitions, 1] tile, not {value!r}")
-        inputs.append(View(value.decl, value.offset, like.shape, (value.strides[0],) + (0,) * (like.ndim - 1)))
-        return (len(inputs) - 1, 0.0)
-    return (-1, float(value))
-
-
 def rng(dst: View, engine=None, mask=None, **_) -> None:
     """32 random bits per element of dst, truncated to its integer dtype (the low bits)."""
     chosen = _random_engine(engine, "rng")
@@ -64,8 +54,8 @@ def rand2(dst: View, min, max, mask=None, **_) -> None:  # noqa: A002 (AWS's par
 def _uniform(dst: View, low, high, mask) -> None:
     _on_chip(dst, "dst", "rand2", "vector")
     inputs = []
-    operand0 = _per_partition_operand(low, inputs, dst, "rand2's min")
-    operand1 = _per_partition_operand(high, inputs, dst, "rand2's max")
+    operand0 = _operand(low, inputs, dst, "rand2's min")
+    operand1 = _operand(high, inputs, dst, "rand2's max")
     _emit("rand2", "vector", dst, inputs, mask, operand0=operand0, operand1=operand1)
 
 
@@ -87,7 +77,7 @@ def dropout(dst: View, data: View, prob, mask=None, **_) -> None:
     for view, role in ((dst, "dst"), (data, "data")):
         _on_chip(view, role, "dropout", "vector")
     inputs = [data]
-    operand0 = _per_partition_operand(prob, inputs, data, "dropout's probability")
+    operand0 = _operand(prob, inputs, data, "dropout's probability")
     _emit("dropout", "vector", dst, inputs, mask, operand0=operand0)
 
 

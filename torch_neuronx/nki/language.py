@@ -408,6 +408,18 @@ def _broadcast(value: View, like: View) -> View:
     return value.broadcast_to(like.shape)
 
 
+def _operand(value, inputs: list, like: View, what: str = "a tensor_scalar operand"):
+    """An instruction's second operand: an immediate, or a [partitions, 1] tile spread along `like`'s free
+    axes and appended to `inputs` (read once per partition)."""
+    if isinstance(value, View):
+        if value.shape[0] != like.shape[0] or any(s != 1 for s in value.shape[1:]):
+            raise current().error(f"{what} is a scalar or a [partitions, 1] vector, not {value!r}")
+        inputs.append(value.broadcast_to((value.shape[0],) + like.shape[1:]) if value.ndim == like.ndim else
+                      View(value.decl, value.offset, like.shape, (value.strides[0],) + (0,) * (like.ndim - 1)))
+        return (len(inputs) - 1, 0.0)
+    return (-1, float(value or 0.0))
+
+
 def _result(shape, dtype, kwargs) -> View:
     return ndarray(shape, kwargs.get("dtype") or dtype, kwargs.get("buffer") or sbuf)
 
