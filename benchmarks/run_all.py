@@ -15,7 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import common  # noqa: E402
 
-MODULES = ["bench_eager_overhead", "bench_elementwise_large", "bench_matmul", "bench_copy", "bench_hf_llama",
+MODULES = ["bench_import", "bench_eager_overhead", "bench_elementwise_large", "bench_matmul", "bench_copy", "bench_hf_llama",
            "bench_hf_gpt2", "bench_compile", "bench_distributed", "bench_loaded", "bench_simd_levels", "bench_nki"]
 
 
