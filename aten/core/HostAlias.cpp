@@ -24,12 +24,14 @@ void requireHostAddressable(const char* work) {
               "but this runtime's device memory is not host-addressable");
 }
 
-void* storageHostAddress(const at::Tensor& t) {
+void* storageHostAddress(const at::Tensor& t, AliasUse use) {
   requireHostAddressable("a CPU view of a neuron tensor");
   c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
   const c10::DeviceIndex device = t.device().index();
+  // mutable_data() gives a copy-on-write storage bytes of its own; data() leaves them shared.
+  void* bytes = use == AliasUse::kWrite ? storage->mutable_data() : const_cast<void*>(storage->data());
   try {
-    return nrt::hostView(device, storage->mutable_data(), storage->nbytes());
+    return nrt::hostView(device, bytes, storage->nbytes());
   } catch (const nrt::NotDeviceMemory& e) {
     TORCH_CHECK(false, "a tensor on neuron:", static_cast<int>(device), " has no CPU view: ", e.what());
   } catch (const std::out_of_range& e) {
@@ -57,12 +59,12 @@ at::Tensor nestedOver(const at::Tensor& storage, const at::Tensor& like) {
                                                                impl->get_storage_offsets());
 }
 
-at::Tensor cpuAlias(const at::Tensor& t) {
+at::Tensor cpuAlias(const at::Tensor& t, AliasUse use) {
   if (!isNeuron(t)) return t;
-  if (t.is_nested()) return nestedOver(cpuAlias(nestedStorage(t)), t);
+  if (t.is_nested()) return nestedOver(cpuAlias(nestedStorage(t), use), t);
   const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
   // Borrowed: the neuron tensor keeps the memory alive while the kernel runs.
-  c10::DataPtr borrowed(storageHostAddress(t), nullptr, &noDelete, c10::Device(c10::DeviceType::CPU));
+  c10::DataPtr borrowed(storageHostAddress(t, use), nullptr, &noDelete, c10::Device(c10::DeviceType::CPU));
   c10::Allocator* growth = &aliasGrowthAllocator(t.device().index());
   auto alias_storage = c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), storage->nbytes(),
                                                              std::move(borrowed), growth,

@@ -18,10 +18,15 @@ bool isNeuron(const at::Tensor& t);
 // saying why it needs to be.
 void requireHostAddressable(const char* work);
 
+// Whether CPU code will write through an alias or only read. A copy-on-write
+// storage (a lazy clone's, torch's _lazy_clone) gets its own bytes before it is
+// written, as on the CPU device; read, it stays shared with its clones.
+enum class AliasUse { kRead, kWrite };
+
 // The host address of the whole storage of neuron tensor `t` (not of its
 // first element). Refuses a storage whose bytes are not device memory of t's
 // core, naming them.
-void* storageHostAddress(const at::Tensor& t);
+void* storageHostAddress(const at::Tensor& t, AliasUse use = AliasUse::kWrite);
 
 // A tensor over `storage` dispatched as `key`, with `like`'s dtype, sizes,
 // strides, storage offset and conjugate/negative bits.
@@ -33,11 +38,14 @@ at::Tensor nestedStorage(const at::Tensor& nested);
 // A nested tensor over 1-D `storage` with the nested sizes, strides and offsets of `like`.
 at::Tensor nestedOver(const at::Tensor& storage, const at::Tensor& like);
 
-// A CPU tensor over the memory of neuron tensor `t` (any other tensor, and an
+// A CPU tensor over the memory of neuron tensor `t`, for CPU code that may write it (any other tensor, and an
 // undefined one, passes through; a nested tensor gives a nested one). If a CPU kernel resizes the alias, the new
 // memory comes from t's core (aliasGrowthAllocator); the op layer's
 // syncFromAlias() moves it to `t`.
-at::Tensor cpuAlias(const at::Tensor& t);
+at::Tensor cpuAlias(const at::Tensor& t, AliasUse use = AliasUse::kWrite);
+
+// cpuAlias for an operand the CPU code only reads.
+inline at::Tensor cpuReadAlias(const at::Tensor& t) { return cpuAlias(t, AliasUse::kRead); }
 
 // The CPU alias for `t` in a call that already aliased `other` as `other_alias`: that very alias when they
 // are one tensor; a view over its alias storage when both are strided views of one storage, so that a CPU

@@ -31,9 +31,9 @@ std::tuple<at::Tensor, at::Tensor> flashAttention(const at::Tensor& query, const
                                                   std::optional<double> scale) {
   const auto device = deviceOf("aten::_scaled_dot_product_flash_attention_for_cpu", query, key, value, attn_mask);
   KernelMemoryScope memory(device);
-  const at::Tensor q = cpuAlias(query), k = cpuAlias(key), v = cpuAlias(value);
+  const at::Tensor q = cpuReadAlias(query), k = cpuReadAlias(key), v = cpuReadAlias(value);
   std::optional<at::Tensor> mask;
-  if (attn_mask) mask = cpuAlias(*attn_mask);
+  if (attn_mask) mask = cpuReadAlias(*attn_mask);
   auto [out, logsumexp] = isDecodeAttention(q, k, v, dropout_p, mask)
                               ? decodeAttention(q, k, v, is_causal, mask, scale)
                               : at::cpu::_scaled_dot_product_flash_attention_for_cpu(q, k, v, dropout_p, is_causal,

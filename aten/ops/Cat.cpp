@@ -70,7 +70,7 @@ at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
   const c10::DeviceIndex device = deviceOfList("aten::cat", tensors);
   KernelMemoryScope memory(device);
   std::vector<at::Tensor> parts;
-  for (const at::Tensor& t : tensors) parts.push_back(cpuAlias(t));
+  for (const at::Tensor& t : tensors) parts.push_back(cpuReadAlias(t));
   // Parts of one rank only: the CPU kernel keeps its rules for the rest (it skips legacy empty 1-D parts).
   bool one_rank = !parts.empty() && parts[0].dim() > 0;
   for (const at::Tensor& t : parts) one_rank = one_rank && t.dim() == parts[0].dim();

@@ -12,7 +12,7 @@ namespace torch_neuronx {
 namespace {
 
 std::optional<at::Tensor> aliasOf(const std::optional<at::Tensor>& t) {
-  return t.has_value() ? std::optional<at::Tensor>(cpuAlias(*t)) : std::nullopt;
+  return t.has_value() ? std::optional<at::Tensor>(cpuReadAlias(*t)) : std::nullopt;
 }
 
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
@@ -23,7 +23,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
               "Expected all tensors to be on the same device (convolution input on ", input.device(), ", weight on ",
               weight.device(), ")");
   KernelMemoryScope scope(input.device().index());
-  at::Tensor out = at::convolution(cpuAlias(input), cpuAlias(weight), aliasOf(bias), stride, padding, dilation,
+  at::Tensor out = at::convolution(cpuReadAlias(input), cpuReadAlias(weight), aliasOf(bias), stride, padding, dilation,
                                    transposed, output_padding, groups);
   return fromCpuResult(out, input.device().index());
 }
@@ -36,7 +36,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackward(
   KernelMemoryScope scope(device);
   const int64_t bias_size = transposed ? weight.size(1) * groups : weight.size(0);
   auto [grad_input, grad_weight, grad_bias] = at::convolution_backward(
-      cpuAlias(grad_output), cpuAlias(input), cpuAlias(weight), at::IntArrayRef{bias_size}, stride, padding,
+      cpuReadAlias(grad_output), cpuReadAlias(input), cpuReadAlias(weight), at::IntArrayRef{bias_size}, stride, padding,
       dilation, transposed, output_padding, groups, output_mask);
   return {fromCpuResult(grad_input, device), fromCpuResult(grad_weight, device), fromCpuResult(grad_bias, device)};
 }

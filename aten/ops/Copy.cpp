@@ -31,7 +31,7 @@ at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool /*non_bl
     nrt::copyBytes(dst.data_ptr(), self.const_data_ptr(), dst.nbytes());
   } else {
     at::Tensor dst_alias = cpuAlias(dst);
-    dst_alias.copy_(cpuAlias(self));
+    dst_alias.copy_(cpuReadAlias(self));
   }
   nrt::Streams::instance().noteSubmitted(on_device.device().index());
   return dst;

@@ -49,7 +49,7 @@ inline void checkWritten(const char* op, const at::Tensor& t) {
 // broadcast larger than the tensor) instead of a resizable output.
 inline at::Tensor aliasSharing(const at::Tensor& t, const at::Tensor& written, const at::Tensor& written_alias) {
   if (auto beside = aliasBeside(t, written, written_alias)) return *beside;
-  return cpuAlias(t);
+  return cpuReadAlias(t);
 }
 
 // The core of the call's neuron tensors, after the checks above.

@@ -49,11 +49,11 @@ at::Tensor& histcOut(const at::Tensor& self, int64_t bins, const at::Scalar& min
   c10::DeviceGuard guard(self.device());
   at::Tensor out_alias = cpuAlias(out);
   if (at::isFloatingType(self.scalar_type())) {
-    at::histc_out(out_alias, cpuAlias(self), bins, min, max);
+    at::histc_out(out_alias, cpuReadAlias(self), bins, min, max);
   } else {
     at::Tensor counts = at::zeros({bins}, at::TensorOptions().dtype(at::kLong));
     AT_DISPATCH_INTEGRAL_TYPES(self.scalar_type(), "histc_neuron", [&] {
-      countIntoBins<scalar_t>(cpuAlias(self), bins, low, high, counts.mutable_data_ptr<int64_t>());
+      countIntoBins<scalar_t>(cpuReadAlias(self), bins, low, high, counts.mutable_data_ptr<int64_t>());
     });
     out_alias.resize_({bins});
     out_alias.copy_(counts);

@@ -61,11 +61,36 @@ void claimDevice(CallState& state, const at::Tensor& t, const c10::Argument& arg
 }
 
 // Views of one neuron storage get CPU aliases over one CPU storage (aliasBeside).
-at::Tensor aliasSharingStorage(const CallState& state, const at::Tensor& t) {
+at::Tensor aliasSharingStorage(const CallState& state, const at::Tensor& t, AliasUse use) {
   for (const auto& [original, alias] : state.aliases) {
     if (auto beside = aliasBeside(t, original, alias)) return *beside;
   }
-  return cpuAlias(t);
+  return cpuAlias(t, use);
+}
+
+// An out= or in-place argument, or a list of them (Tensor(a!)[]).
+bool isWritten(const c10::Argument& argument) {
+  const c10::AliasInfo* info = argument.alias_info();
+  if (!info) return false;
+  if (info->isWrite()) return true;
+  for (const c10::AliasInfo& contained : info->containedTypes()) {
+    if (contained.isWrite()) return true;
+  }
+  return false;
+}
+
+// A copy-on-write storage that the kernel writes gets bytes of its own before any alias is taken, so
+// that the aliases of its other views (operands only read) are over those bytes too, not over the ones
+// its lazy clones keep.
+void materializeIfWritten(const IValue& value, const c10::Argument& argument) {
+  if (!isWritten(argument)) return;
+  auto materialize = [](const at::Tensor& t) {
+    if (isNeuron(t) && t.has_storage()) (void)t.storage().mutable_data();
+  };
+  if (value.isTensor()) materialize(value.toTensor());
+  if (value.isTensorList()) {
+    for (const at::Tensor& t : value.toTensorList()) materialize(t);
+  }
 }
 
 // A nested tensor's sizes, strides and offsets are CPU tensors on every device, so the ops that build one
@@ -82,7 +107,7 @@ at::Tensor bridgeTensor(CallState& state, const at::Tensor& t, const c10::Argume
   if (!t.defined()) return t;
   if (!isNeuron(t)) {
     // A CPU scalar may be read, never written (out=, an in-place self), as CUDA requires.
-    const bool written = argument.alias_info() != nullptr && argument.alias_info()->isWrite();
+    const bool written = isWritten(argument);
     if (!cpu_allowed && argument.name() == "self" && t.dim() > 0 && indexesTensor(state)) {
       indicesOnAnotherDevice(t.device());  // a CPU tensor indexed by neuron indices
     }
@@ -99,7 +124,7 @@ at::Tensor bridgeTensor(CallState& state, const at::Tensor& t, const c10::Argume
   }
   claimDevice(state, t, argument);
   if (!state.unsupported_dtype && lacksHardwareSupport(t.scalar_type())) state.unsupported_dtype = t.scalar_type();
-  at::Tensor alias = aliasSharingStorage(state, t);
+  at::Tensor alias = aliasSharingStorage(state, t, isWritten(argument) ? AliasUse::kWrite : AliasUse::kRead);
   state.aliases.emplace_back(t, alias);
   return alias;
 }
@@ -150,6 +175,7 @@ void hostKernelFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack)
   const size_t first = stack->size() - arguments.size();
   CallState state{op, std::nullopt, std::nullopt, {}};
   std::vector<size_t> generator_slots;
+  for (size_t i = 0; i < arguments.size(); ++i) materializeIfWritten((*stack)[first + i], arguments[i]);
   for (size_t i = 0; i < arguments.size(); ++i) {
     if (isGeneratorArgument(arguments[i])) {
       generator_slots.push_back(first + i);
@@ -178,7 +204,7 @@ void hostKernelFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack)
   op.redispatchBoxed(c10::DispatchKeySet(host_key), stack);
 
   for (size_t i = 0; i < arguments.size(); ++i) {
-    if (arguments[i].alias_info() && arguments[i].alias_info()->isWrite()) {
+    if (isWritten(arguments[i])) {
       for (const auto& [original, alias] : state.aliases) syncFromAlias(alias, original);
       break;
     }

@@ -28,7 +28,7 @@ namespace {
   at::Tensor name(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {           \
     const auto device = deviceOf(schema, self, other);                                                  \
     KernelMemoryScope scope(device);                                                                    \
-    return fromCpuResult(at::cpu::name(cpuAlias(self), cpuAlias(other), alpha), device);                \
+    return fromCpuResult(at::cpu::name(cpuReadAlias(self), cpuReadAlias(other), alpha), device);                \
   }                                                                                                     \
   at::Tensor& name##_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {             \
     KernelMemoryScope scope(deviceOf(schema "_", self, other));                                         \
@@ -51,7 +51,7 @@ namespace {
   at::Tensor name(const at::Tensor& self, const at::Tensor& other) {                                    \
     const auto device = deviceOf(schema, self, other);                                                  \
     KernelMemoryScope scope(device);                                                                    \
-    return fromCpuResult(at::cpu::name(cpuAlias(self), cpuAlias(other)), device);                       \
+    return fromCpuResult(at::cpu::name(cpuReadAlias(self), cpuReadAlias(other)), device);                       \
   }                                                                                                     \
   at::Tensor& name##_(at::Tensor& self, const at::Tensor& other) {                                      \
     KernelMemoryScope scope(deviceOf(schema "_", self, other));                                         \
@@ -90,12 +90,12 @@ at::Tensor& storeProduct(const at::Tensor& product, at::Tensor& alias, at::Tenso
   at::Tensor name(const at::Tensor& self, const at::Tensor& mat2) {                                     \
     const auto device = deviceOf(schema, self, mat2);                                                   \
     KernelMemoryScope scope(device);                                                                    \
-    return fromCpuResult(at::cpu::name(cpuAlias(self), cpuAlias(mat2)), device);                        \
+    return fromCpuResult(at::cpu::name(cpuReadAlias(self), cpuReadAlias(mat2)), device);                        \
   }                                                                                                     \
   at::Tensor& name##Out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {             \
     KernelMemoryScope scope(deviceOf(schema ".out", self, mat2, out));                                  \
     checkWritten(schema ".out", out);                                                                   \
-    at::Tensor alias = cpuAlias(out), left = cpuAlias(self), right = cpuAlias(mat2);                    \
+    at::Tensor alias = cpuAlias(out), left = cpuReadAlias(self), right = cpuReadAlias(mat2);            \
     if (sharesMemory(alias, {left, right})) return storeProduct(at::cpu::name(left, right), alias, out); \
     at::cpu::name##_out(alias, left, right);                                                            \
     syncFromAlias(alias, out);                                                                          \
@@ -122,13 +122,13 @@ at::Tensor hostAddmm(const at::Tensor& bias, const at::Tensor& left, const at::T
 at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
   const auto device = deviceOf("aten::mm", self, mat2);
   KernelMemoryScope scope(device);
-  return fromCpuResult(hostMm(cpuAlias(self), cpuAlias(mat2)), device);
+  return fromCpuResult(hostMm(cpuReadAlias(self), cpuReadAlias(mat2)), device);
 }
 
 at::Tensor& mmOut(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
   KernelMemoryScope scope(deviceOf("aten::mm.out", self, mat2, out));
   checkWritten("aten::mm.out", out);
-  at::Tensor alias = cpuAlias(out), left = cpuAlias(self), right = cpuAlias(mat2);
+  at::Tensor alias = cpuAlias(out), left = cpuReadAlias(self), right = cpuReadAlias(mat2);
   if (sharesMemory(alias, {left, right})) return storeProduct(hostMm(left, right), alias, out);
   if (decodeProductInto(left, right, at::Tensor(), alias)) return out;
   at::cpu::mm_out(alias, left, right);
@@ -140,7 +140,7 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tenso
                  const at::Scalar& alpha) {
   const auto device = deviceOf("aten::addmm", self, mat1, mat2);
   KernelMemoryScope scope(device);
-  return fromCpuResult(hostAddmm(cpuAlias(self), cpuAlias(mat1), cpuAlias(mat2), beta, alpha), device);
+  return fromCpuResult(hostAddmm(cpuReadAlias(self), cpuReadAlias(mat1), cpuReadAlias(mat2), beta, alpha), device);
 }
 
 at::Tensor& addmmOut(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta,
@@ -149,7 +149,8 @@ at::Tensor& addmmOut(const at::Tensor& self, const at::Tensor& mat1, const at::T
   checkWritten("aten::addmm.out", out);
   // The CPU kernel copies the bias into `out` first, and that copy refuses a partial overlap.
   if (!beta.equal(0) && self.sizes() == out.sizes()) at::assert_no_partial_overlap(out, self);
-  at::Tensor alias = cpuAlias(out), bias = cpuAlias(self), left = cpuAlias(mat1), right = cpuAlias(mat2);
+  at::Tensor alias = cpuAlias(out), bias = cpuReadAlias(self), left = cpuReadAlias(mat1),
+             right = cpuReadAlias(mat2);
   if (sharesMemory(alias, {bias, left, right})) {
     return storeProduct(hostAddmm(bias, left, right, beta, alpha), alias, out);
   }

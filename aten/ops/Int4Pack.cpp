@@ -31,7 +31,7 @@ at::Tensor convertWeightToInt4pack(const at::Tensor& weight, int64_t inner_k_til
               ") must be a multiple of 8 and K (", k, ") of inner_k_tiles * 16 (", inner_k_tiles * 16, ")");
   const auto device = deviceOf("aten::_convert_weight_to_int4pack", weight);
   KernelMemoryScope memory(device);
-  const at::Tensor bytes = cpuAlias(weight).to(at::kInt);
+  const at::Tensor bytes = cpuReadAlias(weight).to(at::kInt);
   const at::Tensor values = at::stack({bytes.bitwise_right_shift(4), bytes.bitwise_and(15)}, 2).reshape({n, k});
   const at::Tensor packed = at::_convert_weight_to_int4pack_for_cpu(values, inner_k_tiles).contiguous();
   return fromCpuResult(packed.view(at::kInt).view({n / 8, k / (inner_k_tiles * 16), 32, inner_k_tiles / 2}),
@@ -46,9 +46,9 @@ at::Tensor weightInt4packMm(const at::Tensor& input, const at::Tensor& packed, i
   const int64_t n = packed.size(0) * 8, k = packed.size(1) * packed.size(3) * 2 * 16;
   const auto device = deviceOf("aten::_weight_int4pack_mm", input, packed, scales_and_zeros);
   KernelMemoryScope memory(device);
-  const at::Tensor bytes = cpuAlias(packed).view(at::kByte).view({n, k / 2});
+  const at::Tensor bytes = cpuReadAlias(packed).view(at::kByte).view({n, k / 2});
   return fromCpuResult(
-      at::_weight_int4pack_mm_for_cpu(cpuAlias(input), bytes, group_size, cpuAlias(scales_and_zeros)), device);
+      at::_weight_int4pack_mm_for_cpu(cpuReadAlias(input), bytes, group_size, cpuReadAlias(scales_and_zeros)), device);
 }
 
 }  // namespace

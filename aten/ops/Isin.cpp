@@ -22,7 +22,7 @@ constexpr int64_t kFewTestValues = 16;
 at::Tensor isin(const at::Tensor& elements, const at::Tensor& test_elements, bool assume_unique, bool invert) {
   const auto device = deviceOf("aten::isin.Tensor_Tensor", elements, test_elements);
   KernelMemoryScope memory(device);
-  const at::Tensor values = cpuAlias(elements), tests = cpuAlias(test_elements);
+  const at::Tensor values = cpuReadAlias(elements), tests = cpuReadAlias(test_elements);
   if (tests.numel() > kFewTestValues) {
     return fromCpuResult(at::cpu::isin(values, tests, assume_unique, invert), device);
   }

@@ -75,7 +75,7 @@ void selectAs(const at::Tensor& condition, const at::Tensor& fill, const at::Ten
 at::Tensor where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other) {
   const auto device = deviceOf("aten::where.self", condition, self, other);
   KernelMemoryScope memory(device);
-  const at::Tensor cond = cpuAlias(condition), a = cpuAlias(self), b = cpuAlias(other);
+  const at::Tensor cond = cpuReadAlias(condition), a = cpuReadAlias(self), b = cpuReadAlias(other);
   const bool fill_where_true = rowWhere(cond, a, b);
   if (!fill_where_true && !rowWhere(cond, b, a)) return fromCpuResult(at::cpu::where(cond, a, b), device);
   const at::Tensor& fill = fill_where_true ? a : b;
@@ -105,7 +105,7 @@ void argmaxRows(const at::Tensor& values, int64_t row, at::Tensor& out) {
 at::Tensor argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   const auto device = deviceOf("aten::argmax", self);
   KernelMemoryScope memory(device);
-  const at::Tensor values = cpuAlias(self);
+  const at::Tensor values = cpuReadAlias(self);
   const c10::ScalarType dtype = values.scalar_type();
   const bool floating = dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf;
   const bool last = dim.has_value() && values.dim() > 0 && c10::maybe_wrap_dim(*dim, values.dim()) == values.dim() - 1;

@@ -45,7 +45,7 @@ at::Tensor& setEmpty(at::Tensor& self) {
   return setStorage(self, std::move(empty), 0, {0}, {});
 }
 
-c10::Scalar localScalarDense(const at::Tensor& self) { return at::_local_scalar_dense(cpuAlias(self)); }
+c10::Scalar localScalarDense(const at::Tensor& self) { return at::_local_scalar_dense(cpuReadAlias(self)); }
 
 void recordStream(at::Tensor& self, c10::Stream stream) {
   neuronAllocator().recordStream(self.storage().data_ptr(), stream);
