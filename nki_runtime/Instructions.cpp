@@ -599,6 +599,12 @@ void execute(const Bound& b) {
     case Opcode::kNonzeroWithCount:
       nonzeroWithCount(b);
       break;
+    case Opcode::kSequenceBounds:
+      sequenceBounds(b);
+      break;
+    case Opcode::kLocalGather:
+      localGather(b);
+      break;
     case Opcode::kGather:
       gatherInPartitions(b);
       break;
@@ -648,6 +654,8 @@ bool rowsIndependent(const Program& program, const Instruction& in) {
     case Opcode::kMatchReplace8:
     case Opcode::kStreamShuffle:  // moves data between partitions
     case Opcode::kNonzeroWithCount:  // each GpSimd core handles its first partition only
+    case Opcode::kSequenceBounds:    // a segment's bounds lie anywhere along its partition
+    case Opcode::kLocalGather:       // a core's 16 index partitions serve all of its partitions
     case Opcode::kGather:  // reads anywhere in its partition
     case Opcode::kBnStats:
     case Opcode::kBnAggr:

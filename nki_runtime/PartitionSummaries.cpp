@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -212,6 +213,26 @@ void nonzeroWithCount(const Bound& b) {
   }
 }
 
+void sequenceBounds(const Bound& b) {
+  std::vector<float> ids, bounds;
+  for (int64_t p = 0; p < b.in.dst.sizes[0]; ++p) {
+    gatherPartition(b, 0, p, ids);
+    const auto n = static_cast<int64_t>(ids.size());
+    bounds.assign(2 * n, 0.f);
+    float* starts = bounds.data();
+    float* ends = bounds.data() + n;
+    for (int64_t i = 0; i < n; ++i) {  // a segment starts where its id differs from the one before
+      if (ids[i] == 0.f) starts[i] = static_cast<float>(n);
+      else starts[i] = i > 0 && ids[i] == ids[i - 1] ? starts[i - 1] : static_cast<float>(i);
+    }
+    for (int64_t i = n - 1; i >= 0; --i) {  // and ends where the one after differs
+      if (ids[i] == 0.f) ends[i] = -1.f;
+      else ends[i] = i + 1 < n && ids[i] == ids[i + 1] ? ends[i + 1] : static_cast<float>(i + 1);
+    }
+    scatterPartition(b, p, bounds.data());
+  }
+}
+
 void gatherInPartitions(const Bound& b) {
   std::vector<char> data, indices, gathered;
   const std::size_t size = byteSize(b.dst_type);
@@ -231,6 +252,35 @@ void gatherInPartitions(const Bound& b) {
       std::memcpy(gathered.data() + j * size, data.data() + index * size, size);
     }
     writePartitionBytes(b, p, gathered.data());
+  }
+}
+
+void localGather(const Bound& b) {
+  const auto per_index = static_cast<int64_t>(b.in.coefficients[0]);
+  const auto valid = static_cast<int64_t>(b.in.coefficients[1]);
+  const std::size_t size = byteSize(b.dst_type);
+  std::vector<std::vector<char>> index_rows(16);
+  std::vector<uint16_t> indices(valid);
+  std::vector<char> data, gathered(valid * per_index * size);
+  for (int64_t first = 0; first < b.in.dst.sizes[0]; first += 16) {
+    for (int64_t q = 0; q < 16; ++q) partitionBytes(b, 1, first + q, index_rows[q]);
+    for (int64_t j = 0; j < valid; ++j) std::memcpy(&indices[j], index_rows[j % 16].data() + 2 * (j / 16), 2);
+    for (int64_t p = first; p < first + 16; ++p) {
+      partitionBytes(b, 0, p, data);
+      const auto available = static_cast<int64_t>(data.size() / size);
+      for (int64_t j = 0; j < valid; ++j) {
+        const int64_t start = int64_t{indices[j]} * per_index;
+        if (start + per_index > available) {
+          throw std::out_of_range("local_gather: index " + std::to_string(indices[j]) + " (index " +
+                                  std::to_string(j) + " of the core of partitions " + std::to_string(first) + "-" +
+                                  std::to_string(first + 15) + ") reads elements " + std::to_string(start) + "-" +
+                                  std::to_string(start + per_index - 1) + ", past the " + std::to_string(available) +
+                                  " of partition " + std::to_string(p) + "'s data");
+        }
+        std::memcpy(gathered.data() + j * per_index * size, data.data() + start * size, per_index * size);
+      }
+      writePartitionBytes(b, p, gathered.data());
+    }
   }
 }
 

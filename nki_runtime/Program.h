@@ -50,6 +50,8 @@ enum class Opcode : uint8_t {
   kRandomGetState,   // dst[p, :] = lane p's states (uint32)
   kRandomSeed,       // every lane of the engine seeded from the one 32-bit value of inputs[0]; dst unwritten
   kDevicePrint,      // hands dst's values (unwritten, any memory) to the run's printer, labelled coefficients[0]
+  kSequenceBounds,   // dst[p] = each segment id's [first index] then [one past its last index] (GpSimd)
+  kLocalGather,      // dst[p, j, :] = src[p, index_j * n : (index_j + 1) * n], index_j from p's 16 partitions
 };
 
 enum class AluOp : uint8_t {
@@ -129,7 +131,8 @@ struct Instruction {
   int32_t indirect_dim = 0;
   bool skip_out_of_bounds = false;
   std::vector<float> coefficients;  // kIota: base, then one per dst axis; kRangeSelect: start, fill;
-                                    // kStreamShuffle: the 32 mask entries; kNonzeroWithCount: offset, padding
+                                    // kStreamShuffle: the 32 mask entries; kNonzeroWithCount: offset, padding;
+                                    // kLocalGather: elements per index, valid indices per core
   int32_t line = 0;                 // in the kernel's source file
   int32_t grid_instance = 0;        // which SPMD program instance issued it
   int32_t loops = -1;               // index into Program::loop_nests, -1 outside affine loops

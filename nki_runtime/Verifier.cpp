@@ -26,7 +26,8 @@ std::string_view opcodeName(Opcode opcode) {
       "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select",
       "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr", "tensor_partition_reduce",
       "affine_select", "nc_match_replace8", "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather",
-      "rng", "rand2", "dropout", "rand_set_state", "rand_get_state", "set_rng_seed", "device_print"};
+      "rng", "rand2", "dropout", "rand_set_state", "rand_get_state", "set_rng_seed", "device_print",
+      "sequence_bounds", "local_gather"};
   return kNames[static_cast<int>(opcode)];
 }
 
@@ -254,6 +255,8 @@ class Checker {
     if (in.opcode == Opcode::kPartitionReduce) return checkPartitionReduce(i, in);
     if (in.opcode == Opcode::kStreamShuffle) return checkStreamShuffle(i, in);
     if (in.opcode == Opcode::kNonzeroWithCount) return checkNonzeroWithCount(i, in);
+    if (in.opcode == Opcode::kSequenceBounds) return checkSequenceBounds(i, in);
+    if (in.opcode == Opcode::kLocalGather) return checkLocalGather(i, in);
     if (in.opcode == Opcode::kGather) return checkGather(i, in);
     if (in.opcode == Opcode::kRangeSelect && (in.dst.rank != 2 || in.coefficients.size() != 2)) {
       fail(i, "selects along the free axis of a [partitions, free] tile, from a start and a fill value");
@@ -329,6 +332,55 @@ class Checker {
            perPartition(in.dst));
     }
     if (in.coefficients.size() != 2) fail(i, "takes an index offset and a padding value");
+  }
+
+  void checkSequenceBounds(int i, const Instruction& in) {
+    const Access& ids = in.inputs[0];
+    const Dtype from = tensor(ids).dtype, to = tensor(in.dst).dtype;
+    if (from != Dtype::kFloat32 && from != Dtype::kInt32) {
+      fail(i, "segment_ids must be float32 or int32, not ", name(from));
+    }
+    if (to != Dtype::kFloat32 && to != Dtype::kInt32) fail(i, "dst must be float32 or int32, not ", name(to));
+    if (ids.sizes[0] != 1 || in.dst.sizes[0] != 1) {
+      fail(i, "segment_ids and dst must span one partition, not ", ids.sizes[0], " and ", in.dst.sizes[0]);
+    }
+    if (perPartition(in.dst) != 2 * perPartition(ids)) {
+      fail(i, "dst holds a start and an end per segment id (", 2 * perPartition(ids), " elements), not ",
+           perPartition(in.dst));
+    }
+  }
+
+  // AWS's limits of nki.isa.local_gather: whole GpSimd cores (16 partitions each), uint16 indices, no
+  // conversion, 1 to 32 elements per index (powers of two), at most 4096 indices per core.
+  void checkLocalGather(int i, const Instruction& in) {
+    const Access& src = in.inputs[0];
+    const Access& index = in.inputs[1];
+    if (tensor(index).dtype != Dtype::kUInt16) fail(i, "the indices must be uint16, not ", name(tensor(index).dtype));
+    if (tensor(src).dtype != tensor(in.dst).dtype) {
+      fail(i, "src_buffer and dst must have one dtype (", name(tensor(src).dtype), " and ", name(tensor(in.dst).dtype),
+           "): local_gather does not convert");
+    }
+    if (src.sizes[0] != index.sizes[0] || in.dst.sizes[0] != src.sizes[0] || src.sizes[0] % 16) {
+      fail(i, "src_buffer, index and dst must span the same partitions, a multiple of 16 (one GpSimd core each), "
+              "not ", src.sizes[0], ", ", index.sizes[0], " and ", in.dst.sizes[0]);
+    }
+    if (in.coefficients.size() != 2) {
+      fail(i, "takes the elements per index and the valid indices per core");
+      return;
+    }
+    const auto per_index = static_cast<int64_t>(in.coefficients[0]);
+    const auto valid = static_cast<int64_t>(in.coefficients[1]);
+    if (per_index < 1 || per_index > 32 || (per_index & (per_index - 1))) {
+      fail(i, "num_elem_per_idx must be 1, 2, 4, 8, 16 or 32, not ", per_index);
+    }
+    if (valid < 1 || valid > 16 * perPartition(index) || valid > 4096) {
+      fail(i, "num_valid_indices must be 1 to ", std::min<int64_t>(4096, 16 * perPartition(index)),
+           " (the indices a core's 16 partitions hold, at most 4096), not ", valid);
+    }
+    if (perPartition(in.dst) != valid * per_index) {
+      fail(i, "dst holds ", perPartition(in.dst), " elements per partition for ", valid, " indices of ", per_index,
+           " elements (", valid * per_index, ")");
+    }
   }
 
   // Instructions that summarise each partition's data in a fixed number of values: false for the others.

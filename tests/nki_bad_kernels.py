@@ -258,3 +258,46 @@ def gather_with_int32_indices(x):
     nisa.memset(indices, 0)
     out = nl.ndarray((x.shape[0], 4), dtype=x.dtype, buffer=nl.sbuf)
     nisa.nc_n_gather(out, tile, indices)
+
+
+@nki.jit
+def sequence_bounds_over_two_partitions(x):
+    tile = nl.load(x[0:2])
+    out = nl.ndarray((2, 2, x.shape[1]), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.sequence_bounds(dst=out, segment_ids=tile)
+
+
+@nki.jit
+def sequence_bounds_without_the_ends(x):
+    tile = nl.load(x[0:1])
+    out = nl.ndarray((1, x.shape[1]), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.sequence_bounds(dst=out, segment_ids=tile)
+
+
+def _local_gather_into(x, index_dtype, per_index, out_elements, partitions=None):
+    rows = partitions or x.shape[0]
+    tile = nl.load(x[0:rows])
+    index = nl.ndarray((rows, 2), dtype=index_dtype, buffer=nl.sbuf)
+    nisa.memset(index, 0)
+    out = nl.ndarray((rows, out_elements), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.local_gather(out, tile, index, num_elem_per_idx=per_index)
+
+
+@nki.jit
+def local_gather_with_int32_indices(x):
+    _local_gather_into(x, nl.int32, 1, 32)
+
+
+@nki.jit
+def local_gather_three_elements_per_index(x):
+    _local_gather_into(x, nl.uint16, 3, 96)
+
+
+@nki.jit
+def local_gather_over_eight_partitions(x):
+    _local_gather_into(x, nl.uint16, 1, 32, partitions=8)
+
+
+@nki.jit
+def local_gather_into_a_short_dst(x):
+    _local_gather_into(x, nl.uint16, 2, 32)

@@ -623,3 +623,51 @@ def gather_in_partitions(data, indices):
     nisa.nc_n_gather(dst=picked, data=nl.load(data), indices=nl.load(indices))
     nl.store(out, value=picked)
     return out
+
+
+@nki.jit
+def segment_bounds(ids, out_dtype):
+    """sequence_bounds of a [1, n] tile of segment ids: [1, 2, n], the starts then the ends."""
+    bounds = nl.ndarray((1, 2, ids.shape[1]), dtype=out_dtype, buffer=nl.shared_hbm)
+    tile = nl.ndarray(ids.shape, dtype=ids.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=ids)
+    out = nl.ndarray((1, 2, ids.shape[1]), dtype=out_dtype, buffer=nl.sbuf)
+    nisa.sequence_bounds(dst=out, segment_ids=tile)
+    nisa.dma_copy(dst=bounds, src=out)
+    return bounds
+
+
+@beta.jit
+def segment_bounds_beta(ids):
+    """The beta API: sequence_bounds returns its [1, 2, n] tile in the ids' dtype."""
+    bounds = bnl.ndarray((1, 2, ids.shape[1]), dtype=ids.dtype, buffer=bnl.shared_hbm)
+    bnl.store(bounds, value=bisa.sequence_bounds(segment_ids=bnl.load(ids)))
+    return bounds
+
+
+def _gathered(index, per_index, valid):
+    return (16 * index.shape[1] if valid is None else valid), per_index
+
+
+@nki.jit
+def gather_locally(data, index, per_index, valid):
+    """local_gather of data [P, ...] by uint16 indices [P, k] into [P, indices x per_index]."""
+    indices, n = _gathered(index, per_index, valid)
+    out = nl.ndarray((data.shape[0], indices * n), dtype=data.dtype, buffer=nl.shared_hbm)
+    src = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=src, src=data)
+    idx = nl.ndarray(index.shape, dtype=index.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=index)
+    got = nl.ndarray((data.shape[0], indices * n), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.local_gather(dst=got, src_buffer=src, index=idx, num_elem_per_idx=per_index, num_valid_indices=valid)
+    nisa.dma_copy(dst=out, src=got)
+    return out
+
+
+@beta.jit
+def gather_locally_beta(data, index, per_index, valid):
+    """The beta API: local_gather returns a [P, indices, per_index] tile."""
+    indices, n = _gathered(index, per_index, valid)
+    out = bnl.ndarray((data.shape[0], indices, n), dtype=data.dtype, buffer=bnl.shared_hbm)
+    bnl.store(out, value=bisa.local_gather(bnl.load(data), bnl.load(index), per_index, valid))
+    return out

@@ -139,6 +139,91 @@ def test_nonzero_with_count_on_each_gpsimd_cores_partition(dtype, offset, paddin
         assert torch.equal(got[p], expected), p
 
 
+def _segment_bounds_by_hand(ids: list) -> list:
+    """[starts, ends] of each id's run of equal ids, ends one past; id 0 (padding): len(ids) and -1."""
+    n, starts, ends = len(ids), [], []
+    for i, value in enumerate(ids):
+        if value == 0:
+            starts.append(n), ends.append(-1)
+            continue
+        first, last = i, i
+        while first > 0 and ids[first - 1] == value:
+            first -= 1
+        while last + 1 < n and ids[last + 1] == value:
+            last += 1
+        starts.append(first), ends.append(last + 1)
+    return [starts, ends]
+
+
+@pytest.mark.parametrize("ids_dtype", [torch.float32, torch.int32])
+@pytest.mark.parametrize("out_dtype", [nl.float32, nl.int32])
+def test_sequence_bounds_finds_each_segments_first_and_one_past_its_last(ids_dtype, out_dtype):
+    # Runs of ids, padding (0) at both ends and in the middle, a run of one, a repeated id after another
+    # (5, 7, 5: two segments), and a run that reaches the end.
+    ids = [0, 0, 3, 3, 3, 1, 0, 5, 7, 5, 5, 2, 2, 2, 2, 9]
+    got = k.segment_bounds(neuron(torch.tensor([ids], dtype=ids_dtype)), out_dtype).cpu()
+    assert got.dtype == (torch.float32 if out_dtype == nl.float32 else torch.int32)
+    assert got[0].tolist() == _segment_bounds_by_hand(ids)
+    torch.manual_seed(12)  # longer: sorted random ids with zeros, as packed sequences are laid out
+    many = torch.sort(torch.randint(0, 40, (1, 512))).values.to(ids_dtype)
+    got = k.segment_bounds(neuron(many), out_dtype).cpu()
+    assert got[0].tolist() == _segment_bounds_by_hand(many[0].tolist())
+    beta = k.segment_bounds_beta(neuron(torch.tensor([ids], dtype=ids_dtype))).cpu()
+    assert beta.dtype == ids_dtype and beta[0].tolist() == _segment_bounds_by_hand(ids)
+
+
+def _local_gather_by_hand(data: torch.Tensor, index: torch.Tensor, per_index: int, valid: int) -> torch.Tensor:
+    """AWS's description of local_gather: per core of 16 partitions, its indices partition first, each
+    partition gathering runs of `per_index` elements of its own data."""
+    partitions = data.shape[0]
+    flat = data.reshape(partitions, -1)
+    out = torch.empty(partitions, valid * per_index, dtype=data.dtype)
+    for first in range(0, partitions, 16):
+        core_indices = index[first:first + 16].reshape(16, -1).t().reshape(-1)[:valid]
+        for p in range(first, first + 16):
+            runs = [flat[p, int(i) * per_index:(int(i) + 1) * per_index] for i in core_indices]
+            out[p] = torch.cat(runs)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+@pytest.mark.parametrize("per_index, valid", [(1, None), (4, 50), (32, 3)])
+def test_local_gather_gathers_within_each_gpsimd_core(dtype, per_index, valid):
+    torch.manual_seed(per_index)
+    data = (torch.randn(48, 40, 32) * 100).to(dtype)  # three cores; 1280 elements per partition
+    runs = data[0].numel() // per_index
+    index = torch.randint(0, runs, (48, 5), dtype=torch.int32)
+    index[16:32] = torch.arange(16 * 5).reshape(5, 16).t() % runs  # a core whose indices count up
+    got = k.gather_locally(neuron(data), neuron(index.to(torch.uint16)), per_index, valid).cpu()
+    expected = _local_gather_by_hand(data, index, per_index, 80 if valid is None else valid)
+    assert got.dtype == dtype and torch.equal(got, expected)
+    beta = k.gather_locally_beta(neuron(data), neuron(index.to(torch.uint16)), per_index, valid).cpu()
+    assert torch.equal(beta.reshape(expected.shape), expected)
+
+
+def test_local_gather_costs_what_aws_estimates():
+    from torch_neuronx.nki import cost_model
+    from torch_neuronx.nki.kernel import PROGRAMS
+
+    data, index = torch.randn(16, 64), torch.zeros(16, 2, dtype=torch.uint16)
+    k.gather_locally(neuron(data), neuron(index), 4, 30)
+    program = next(p for p in reversed(PROGRAMS) if p.encoded["kernel"] == "gather_locally")
+    predicted = cost_model.predict(program.encoded, 3)
+    # By hand, AWS's formula: 150 + 30 x 4 / C cycles, C = ((28 + 4 x 4) / (4 x 4)) / min(4 / 4, 4) = 2.75,
+    # on the GpSimd engine's 1.2 GHz (NeuronCore-v3).
+    assert predicted.instructions["gpsimd"] == 1
+    assert predicted.busy_seconds["gpsimd"] == pytest.approx((150 + 120 / 2.75) / 1.2e9, rel=1e-9)
+
+
+def test_local_gather_past_a_partitions_data_is_an_error():
+    data = torch.randn(16, 12)
+    index = torch.zeros(16, 1, dtype=torch.uint16)
+    index[3, 0] = 3  # elements 12-15 of 12: past the data (undefined on the hardware)
+    with pytest.raises(IndexError, match="local_gather: index 3 \\(index 3 of the core of partitions 0-15\\) reads "
+                                         "elements 12-15, past the 12 of partition 0's data"):
+        k.gather_locally(neuron(data), neuron(index), 4, None)
+
+
 def test_nc_stream_shuffle_moves_partitions_within_each_quadrant():
     torch.manual_seed(10)
     x = torch.randn(128, 24)
@@ -223,6 +308,12 @@ def test_scalar_tensor_tensor_both_ways_round():
     (bad.nonzero_with_count_into_floats, (128, 16), "dst must be int32, not float32"),
     (bad.nonzero_with_count_without_the_count_slot, (128, 16), "one more element per partition than src"),
     (bad.nonzero_with_count_from_partition_8, (128, 16), "starts at partition 8"),
+    (bad.sequence_bounds_over_two_partitions, (4, 16), "must span one partition, not 2 and 2"),
+    (bad.sequence_bounds_without_the_ends, (4, 16), r"a start and an end per segment id \(32 elements\), not 16"),
+    (bad.local_gather_with_int32_indices, (32, 16), "the indices must be uint16, not int32"),
+    (bad.local_gather_three_elements_per_index, (32, 16), r"num_elem_per_idx must be one of \(1, 2, 4, 8, 16, 32\)"),
+    (bad.local_gather_over_eight_partitions, (32, 16), "a multiple of 16 .one GpSimd core each., not 8, 8 and 8"),
+    (bad.local_gather_into_a_short_dst, (32, 16), r"dst holds 32 elements per partition for 32 indices of 2"),
     (bad.shuffle_from_past_the_tile, (16, 4), "would copy src partition 20; src has 16"),
     (bad.shuffle_with_a_short_mask, (32, 4), "must be 32 partition numbers"),
     (bad.shuffle_into_another_dtype, (32, 4), "must have one dtype"),
@@ -352,9 +443,9 @@ def test_tensor_copy_predicated_errors():
 def test_an_instruction_not_emulated_is_named():
     import nki.isa as nisa
 
-    with pytest.raises(AttributeError, match="nki.isa.local_gather is an instruction of AWS's NKI that "
+    with pytest.raises(AttributeError, match="nki.isa.dma_compute is an instruction of AWS's NKI that "
                                              "torch_neuronx does not emulate yet"):
-        nisa.local_gather
+        nisa.dma_compute
     assert not hasattr(nisa, "quantize_mx")
     with pytest.raises(AttributeError, match="has no attribute 'no_such_instruction'"):
         nisa.no_such_instruction

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
@@ -328,4 +329,43 @@ TEST(Executor, IndirectScatterWithAddSumsRepeatedIndices) {
   std::vector<int32_t> where = {2, 0, 2, 2};
   Executor(b.program()).run({values.data(), where.data(), result.data()});
   EXPECT_EQ(result, (std::vector<float>{103, 204, 0, 0, 13, 16}));
+}
+
+TEST(Executor, SequenceBoundsGivesEachSegmentsFirstAndOnePastItsLast) {
+  // Padding (id 0) gets the length and -1; 5, 7, 5 are three segments; int32 ids, fp32 bounds.
+  ProgramBuilder b;
+  const int ids = b.argument({1, 8}, Dtype::kInt32), out = b.argument({1, 2, 8});
+  const int tile = b.tile(Memory::kSbuf, {1, 8}, Dtype::kInt32), bounds = b.tile(Memory::kSbuf, {1, 2, 8});
+  b.copy(whole(tile, {1, 8}), whole(ids, {1, 8}));
+  b.emit(Opcode::kSequenceBounds, Engine::kGpSimd, whole(bounds, {1, 2, 8}), {whole(tile, {1, 8})});
+  b.copy(whole(out, {1, 2, 8}), whole(bounds, {1, 2, 8}));
+  std::vector<int32_t> segment_ids = {0, 4, 4, 5, 7, 5, 5, 0};
+  std::vector<float> result(16, 99.f);
+  Executor(b.program()).run({segment_ids.data(), result.data()});
+  EXPECT_EQ(result, (std::vector<float>{8, 1, 1, 3, 4, 5, 5, 8, -1, 3, 3, 4, 5, 7, 7, -1}));
+}
+
+TEST(Executor, LocalGatherTakesEachCoresIndicesPartitionFirst) {
+  // One GpSimd core (16 partitions of 4 values): indices 2, 0, 1 are partition 0's, 1's and 2's first
+  // index; every partition gathers its own elements at them, two at a time.
+  ProgramBuilder b;
+  const int data = b.argument({16, 8}), ids = b.argument({16, 1}, Dtype::kUInt16), out = b.argument({16, 6});
+  const int src = b.tile(Memory::kSbuf, {16, 8}), index = b.tile(Memory::kSbuf, {16, 1}, Dtype::kUInt16);
+  const int got = b.tile(Memory::kSbuf, {16, 6});
+  b.copy(whole(src, {16, 8}), whole(data, {16, 8}));
+  b.copy(whole(index, {16, 1}), whole(ids, {16, 1}));
+  b.emit(Opcode::kLocalGather, Engine::kGpSimd, whole(got, {16, 6}), {whole(src, {16, 8}), whole(index, {16, 1})})
+      .coefficients = {2.f, 3.f};
+  b.copy(whole(out, {16, 6}), whole(got, {16, 6}));
+  std::vector<float> values(128), result(96, -1.f);
+  std::iota(values.begin(), values.end(), 0.f);
+  std::vector<uint16_t> indices(16, 3);
+  indices[0] = 2, indices[1] = 0, indices[2] = 1;
+  Executor(b.program()).run({values.data(), indices.data(), result.data()});
+  for (int p = 0; p < 16; ++p) {
+    const float row = 8.f * p;
+    EXPECT_EQ(std::vector<float>(result.begin() + 6 * p, result.begin() + 6 * p + 6),
+              (std::vector<float>{row + 4, row + 5, row + 0, row + 1, row + 2, row + 3}))
+        << "partition " << p;
+  }
 }

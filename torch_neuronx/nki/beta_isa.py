@@ -2,6 +2,8 @@
 their result tile (dtype=, mask= keywords) instead of taking a destination."""
 from __future__ import annotations
 
+import math
+
 from . import isa
 from . import language as nl
 from .indexing import AffinePredicate, IndexExpr, Mask
@@ -212,6 +214,23 @@ def bn_stats(data: View, dtype=None, mask=None, **_) -> View:
 def bn_aggr(data: View, dtype=None, mask=None, **_) -> View:
     out = _out((data.shape[0], 2), dtype, data.dtype)
     isa.bn_aggr(out, data, mask=mask)
+    return out
+
+
+def sequence_bounds(*, segment_ids: View, dtype=None, **_) -> View:
+    out = _out((segment_ids.shape[0], 2) + tuple(segment_ids.shape[1:]), dtype, segment_ids.dtype)
+    isa.sequence_bounds(out, segment_ids)
+    return out
+
+
+def local_gather(src_buffer: View, index: View, num_elem_per_idx=1, num_valid_indices=None, mask=None,
+                 **_) -> View:
+    if mask is not None:
+        raise current().error("local_gather: mask= is not emulated")
+    per_core = 16 * math.prod(index.shape[1:])
+    valid = per_core if num_valid_indices is None else num_valid_indices
+    out = _out((src_buffer.shape[0], valid, num_elem_per_idx), None, src_buffer.dtype)
+    isa.local_gather(out, src_buffer, index, num_elem_per_idx, num_valid_indices)
     return out
 
 

@@ -44,6 +44,7 @@ MATMUL_MIN_CYCLES = 64     # ISA nc_matmul: cost = max(min(64, N_stationary), N_
 FP32_MATMUL_FACTOR = 4     # ISA nc_matmul: fp32 runs at a quarter of the bf16/fp16/fp8 rate
 ENGINE_MIN_CYCLES = 64     # ISA: Vector/Scalar instructions cost at least 64 cycles
 GPSIMD_START_CYCLES = 150  # ISA iota / affine_select: about 150 + N cycles
+LOCAL_GATHER_T = 4         # ISA local_gather's cost formula: "t is a constant 4"
 RECIPROCAL_FACTOR = 8      # ISA reciprocal on the Vector engine: max(64, 8N)
 
 
@@ -114,6 +115,15 @@ def _overlap(a, b) -> bool:
     return True
 
 
+def _local_gather_cycles(ins: dict, dtypes: List[str]) -> float:
+    """ISA local_gather: 150 + indices x n / C GpSimd cycles, C = ((28 + t n) / (t n)) / min(4 / dtype bytes, n),
+    t = 4 (n elements per index)."""
+    per_index, indices = ins["coefficients"]
+    t = LOCAL_GATHER_T
+    c = ((28 + t * per_index) / (t * per_index)) / min(4 / BYTES[dtypes[ins["dst"][0]]], per_index)
+    return GPSIMD_START_CYCLES + indices * per_index / c
+
+
 def _cycles(ins: dict, names: dict, dtypes: List[str]) -> float:
     opcode, engine = names["opcode"][ins["opcode"]], names["engine"][ins["engine"]]
     dst = ins["dst"]
@@ -126,6 +136,8 @@ def _cycles(ins: dict, names: dict, dtypes: List[str]) -> float:
     if opcode == "nc_transpose" and engine == "tensor":
         partitions, free = ins["inputs"][0][2][0], ins["inputs"][0][2][1]
         return max(partitions, min(MATMUL_MIN_CYCLES, free))
+    if opcode == "local_gather":
+        return _local_gather_cycles(ins, dtypes)
     if engine == "gpsimd":
         return GPSIMD_START_CYCLES + n
     if opcode in ("tensor_tensor", "tensor_tensor_scan", "select", "scalar_tensor_tensor"):

@@ -2,6 +2,7 @@
 destination first, returning nothing."""
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from . import language as nl
@@ -587,6 +588,45 @@ def nonzero_with_count(dst: View, src: View, index_offset=0, padding_val=-1, **_
     _emit("nonzero_with_count", "gpsimd", dst, (src,), None, coefficients=[index_offset, padding_val])
 
 
+def sequence_bounds(dst: View, segment_ids: View, **_) -> None:
+    """For each element of a one-partition tile of segment ids: where its segment starts (dst[0, 0, i]) and
+    one past where it ends (dst[0, 1, i]); a segment is a run of equal ids, and id 0 is padding, whose
+    bounds are the tile's length and -1. Ids float32 or int32 (non-negative integers), dst float32 or
+    int32 of the ids' shape with a 2 inserted after the partition axis, both in SBUF. GpSimd engine."""
+    trace = current()
+    for name, view in (("segment_ids", segment_ids), ("dst", dst)):
+        if view.buffer != "sbuf":
+            raise trace.error(f"sequence_bounds: {name} must be in SBUF, not {view.buffer}")
+    _emit("sequence_bounds", "gpsimd", dst, (segment_ids,), None)
+
+
+_ELEMENTS_PER_INDEX = (1, 2, 4, 8, 16, 32)
+
+
+def local_gather(dst: View, src_buffer: View, index: View, num_elem_per_idx=1, num_valid_indices=None,
+                 **_) -> None:
+    """Each GpSimd core gathers within its 16 partitions (0-15, 16-31, ...): index j of a core is
+    partition j % 16's element j / 16 of `index` (uint16, partition first), and every partition p of the
+    core gets, for each of the first num_valid_indices indices, elements [index * n, index * n + n) of its
+    own src_buffer data (free axes flattened; n = num_elem_per_idx) in dst, in src_buffer's dtype. The
+    default num_valid_indices is all of the core's indices. All in SBUF. GpSimd engine."""
+    trace = current()
+    for name, view in (("dst", dst), ("src_buffer", src_buffer), ("index", index)):
+        if view.buffer != "sbuf":
+            raise trace.error(f"local_gather: {name} must be in SBUF, not {view.buffer}")
+        if _start_partition(view) % 16:
+            raise trace.error(f"local_gather: {name} starts at partition {_start_partition(view)}; each GpSimd "
+                              "core gathers within partitions 16c to 16c + 15, so it must start at one of 0, 16, ...")
+    if isinstance(num_elem_per_idx, bool) or num_elem_per_idx not in _ELEMENTS_PER_INDEX:
+        raise trace.error(f"local_gather: num_elem_per_idx must be one of {_ELEMENTS_PER_INDEX}, "
+                          f"not {num_elem_per_idx!r}")
+    per_core = 16 * (math.prod(index.shape[1:]) if len(index.shape) > 1 else 1)
+    valid = per_core if num_valid_indices is None else num_valid_indices
+    if isinstance(valid, bool) or not isinstance(valid, int):
+        raise trace.error(f"local_gather: num_valid_indices must be an integer, not {num_valid_indices!r}")
+    _emit("local_gather", "gpsimd", dst, (src_buffer, index), None, coefficients=[num_elem_per_idx, valid])
+
+
 def nc_n_gather(dst: View, data: View, indices: View, **_) -> None:
     """dst[p, j...] = data[p, indices[p, j...]] with data's free axes flattened, within each partition; dst has
     the data's dtype and the indices' shape, the indices are uint32, all in SBUF. GpSimd engine."""
@@ -633,8 +673,7 @@ def bn_aggr(dst: View, data: View, mask=None, **_) -> None:
 # Instructions of AWS's current ISA that this emulator does not run yet (docs/nki.md): named, so that a
 # kernel using one fails on the name rather than on a bare missing attribute.
 _NOT_EMULATED = {
-    "nc_matmul_mx", "quantize_mx", "sequence_bounds",
-    "local_gather", "dma_compute", "register_alloc",
+    "nc_matmul_mx", "quantize_mx", "dma_compute", "register_alloc",
     "register_load", "register_move", "register_store", "core_barrier", "sendrecv"}
 
 
