@@ -84,6 +84,7 @@ def run() -> list[Row]:
         competitor.wait()
     best = {name: statistics.median(values) for name, values in times.items()}
     default, single, cpu = (best[name] for name in CONFIGS)
+    default_runs = times[next(iter(CONFIGS))]
     spread = {name: f"{fmt_time(best[name])} (runs {', '.join(fmt_time(x) for x in v)})" for name, v in times.items()}
     print("  loaded decode per token: " + "; ".join(f"{k}: {v}" for k, v in spread.items()))
     label = "loaded machine (one competing busy process): Llama-125M decode fp32 batch 1, per token"
@@ -91,7 +92,7 @@ def run() -> list[Row]:
         Row(f"{label}, neuron default threads vs neuron one thread", fmt_time(single), fmt_time(default),
             default / single, "time", 1.1,
             note=f"cpu column: neuron on one thread; medians of {ROUNDS} runs each, which ranged "
-                 f"{fmt_time(min(times[next(iter(CONFIGS))]))}-{fmt_time(max(times[next(iter(CONFIGS))]))} "
+                 f"{fmt_time(min(default_runs))}-{fmt_time(max(default_runs))} "
                  "for neuron's default threads"),
         Row(f"{label}, neuron default threads vs CPU device", fmt_time(cpu), fmt_time(default), default / cpu,
             "time", 1.0),

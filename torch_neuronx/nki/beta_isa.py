@@ -2,8 +2,6 @@
 their result tile (dtype=, mask= keywords) instead of taking a destination."""
 from __future__ import annotations
 
-import math
-
 from . import isa
 from . import language as nl
 from .indexing import AffinePredicate, IndexExpr, Mask
@@ -227,8 +225,7 @@ def local_gather(src_buffer: View, index: View, num_elem_per_idx=1, num_valid_in
                  **_) -> View:
     if mask is not None:
         raise current().error("local_gather: mask= is not emulated")
-    per_core = 16 * math.prod(index.shape[1:])
-    valid = per_core if num_valid_indices is None else num_valid_indices
+    valid = isa.local_gather_indices(index, num_valid_indices)
     out = _out((src_buffer.shape[0], valid, num_elem_per_idx), None, src_buffer.dtype)
     isa.local_gather(out, src_buffer, index, num_elem_per_idx, num_valid_indices)
     return out

@@ -603,6 +603,11 @@ def sequence_bounds(dst: View, segment_ids: View, **_) -> None:
 _ELEMENTS_PER_INDEX = (1, 2, 4, 8, 16, 32)
 
 
+def local_gather_indices(index: View, num_valid_indices=None) -> int:
+    """The indices each GpSimd core takes: num_valid_indices, else all its 16 partitions of `index` hold."""
+    return 16 * math.prod(index.shape[1:]) if num_valid_indices is None else num_valid_indices
+
+
 def local_gather(dst: View, src_buffer: View, index: View, num_elem_per_idx=1, num_valid_indices=None,
                  **_) -> None:
     """Each GpSimd core gathers within its 16 partitions (0-15, 16-31, ...): index j of a core is
@@ -620,8 +625,7 @@ def local_gather(dst: View, src_buffer: View, index: View, num_elem_per_idx=1, n
     if isinstance(num_elem_per_idx, bool) or num_elem_per_idx not in _ELEMENTS_PER_INDEX:
         raise trace.error(f"local_gather: num_elem_per_idx must be one of {_ELEMENTS_PER_INDEX}, "
                           f"not {num_elem_per_idx!r}")
-    per_core = 16 * (math.prod(index.shape[1:]) if len(index.shape) > 1 else 1)
-    valid = per_core if num_valid_indices is None else num_valid_indices
+    valid = local_gather_indices(index, num_valid_indices)
     if isinstance(valid, bool) or not isinstance(valid, int):
         raise trace.error(f"local_gather: num_valid_indices must be an integer, not {num_valid_indices!r}")
     _emit("local_gather", "gpsimd", dst, (src_buffer, index), None, coefficients=[num_elem_per_idx, valid])
