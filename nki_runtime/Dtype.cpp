@@ -124,7 +124,10 @@ std::size_t byteSize(Dtype dtype) {
     case Dtype::kTFloat32:
     case Dtype::kInt32:
     case Dtype::kUInt32:
+    case Dtype::kFloat8E5M2x4:
+    case Dtype::kFloat8E4M3x4:
       return 4;
+    case Dtype::kFloat4E2M1x4:
     case Dtype::kBFloat16:
     case Dtype::kFloat16:
     case Dtype::kInt16:
@@ -149,10 +152,15 @@ bool isFloat(Dtype dtype) {
   }
 }
 
+bool isPacked(Dtype dtype) {
+  return dtype == Dtype::kFloat8E5M2x4 || dtype == Dtype::kFloat8E4M3x4 || dtype == Dtype::kFloat4E2M1x4;
+}
+
 std::string_view name(Dtype dtype) {
   static constexpr std::string_view kNames[] = {"float32", "bfloat16", "float16", "tfloat32", "float8_e4m3",
                                                  "float8_e5m2", "int8", "int16", "int32", "uint8", "uint16",
-                                                 "uint32", "bool"};
+                                                 "uint32", "bool", "float8_e5m2_x4", "float8_e4m3fn_x4",
+                                                 "float4_e2m1fn_x4"};
   return kNames[static_cast<int>(dtype)];
 }
 
@@ -191,8 +199,12 @@ float toFloat(const void* element, Dtype dtype) {
       return loadInt<uint16_t>(element);
     case Dtype::kUInt32:
       return loadInt<uint32_t>(element);
+    case Dtype::kFloat8E5M2x4:  // the verifier lets no instruction read packed values one by one
+    case Dtype::kFloat8E4M3x4:
+    case Dtype::kFloat4E2M1x4:
+      break;
   }
-  return 0.f;
+  return std::numeric_limits<float>::quiet_NaN();
 }
 
 void fromFloat(float value, void* element, Dtype dtype) {
@@ -235,6 +247,10 @@ void fromFloat(float value, void* element, Dtype dtype) {
       return storeInt<uint32_t>(value, element);
     case Dtype::kBool:
       *static_cast<uint8_t*>(element) = (value != 0.f && !std::isnan(value)) ? 1 : 0;
+      return;
+    case Dtype::kFloat8E5M2x4:  // written only by quantize_mx (Microscaling.cpp)
+    case Dtype::kFloat8E4M3x4:
+    case Dtype::kFloat4E2M1x4:
       return;
   }
 }
@@ -280,6 +296,14 @@ void storeRow(const float* values, int64_t count, char* base, int64_t stride_byt
 }
 
 void fillSentinel(char* base, std::size_t bytes, Dtype dtype) {
+  if (dtype == Dtype::kFloat8E5M2x4 || dtype == Dtype::kFloat8E4M3x4) {
+    std::memset(base, 0x7f, bytes);  // NaN in both fp8 formats
+    return;
+  }
+  if (dtype == Dtype::kFloat4E2M1x4) {
+    std::memset(base, 0xff, bytes);  // fp4 has no NaN: -6, its largest magnitude
+    return;
+  }
   if (!isFloat(dtype)) {
     std::memset(base, 0xA5, bytes);  // no NaN for integers: a pattern no kernel writes by accident
     return;

@@ -23,10 +23,16 @@ enum class Dtype : uint8_t {
   kUInt16,
   kUInt32,
   kBool,         // one byte, 0 or 1
+  // Microscaling (OCP MX) data, four values packed in one element: only DMA and tensor_copy move them (as
+  // bits), quantize_mx writes them and nc_matmul_mx reads them (Microscaling.h).
+  kFloat8E5M2x4,  // four float8_e5m2 in 32 bits, value j in byte j
+  kFloat8E4M3x4,  // four float8_e4m3fn in 32 bits
+  kFloat4E2M1x4,  // four float4_e2m1fn in 16 bits, value j in bits 4j..4j+3
 };
 
 std::size_t byteSize(Dtype dtype);
-bool isFloat(Dtype dtype);
+bool isFloat(Dtype dtype);  // false for the packed MX types: no engine computes on them as they are
+bool isPacked(Dtype dtype);
 std::string_view name(Dtype dtype);
 
 // Rounds to nearest even; integers saturate (NaN becomes 0), as the engines' output stage does.

@@ -13,6 +13,7 @@
 #include "nki_runtime/Bf16Matmul.h"
 #include "nki_runtime/Fp32Matmul.h"
 #include "nki_runtime/IndirectDma.h"
+#include "nki_runtime/Microscaling.h"
 #include "nki_runtime/Parallel.h"
 #include "nki_runtime/PartitionSummaries.h"
 #include "nki_runtime/Random.h"
@@ -93,11 +94,25 @@ void addInto(const Bound& b) {
   });
 }
 
+// Packed MX elements move as bits, one at a time along strided rows (the verifier allows no conversion).
+void copyPacked(const Bound& b) {
+  const int64_t n = inner(b.in.dst);
+  const std::size_t size = byteSize(b.dst_type);
+  const int64_t to_step = innerStride(b.in.dst) * static_cast<int64_t>(size);
+  const int64_t from_step = innerStride(b.in.inputs[0]) * static_cast<int64_t>(size);
+  forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
+    char* to = b.at(b.dst, b.dst_type, o[0]);
+    const char* from = b.at(b.inputs[0], b.input_types[0], o[1]);
+    for (int64_t j = 0; j < n; ++j) std::memmove(to + j * to_step, from + j * from_step, size);
+  });
+}
+
 void copy(const Bound& b) {
   if (b.in.accumulate && b.in.opcode == Opcode::kDmaCopy) return addInto(b);
   const int64_t n = inner(b.in.dst);
   const Access& src = b.in.inputs[0];
   const bool raw = b.dst_type == b.input_types[0] && innerStride(b.in.dst) == 1 && innerStride(src) == 1;
+  if (!raw && isPacked(b.dst_type)) return copyPacked(b);
   const bool bypass = raw && b.streaming_stores && nrt::simdLevel() >= nrt::SimdLevel::kAvx2;
   forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
     if (raw) {
@@ -605,6 +620,15 @@ void execute(const Bound& b) {
     case Opcode::kLocalGather:
       localGather(b);
       break;
+    case Opcode::kQuantizeMxScales:
+      quantizeMxScales(b);
+      break;
+    case Opcode::kQuantizeMx:
+      quantizeMx(b);
+      break;
+    case Opcode::kMatmulMx:
+      matmulMx(b);
+      break;
     case Opcode::kGather:
       gatherInPartitions(b);
       break;
@@ -656,6 +680,9 @@ bool rowsIndependent(const Program& program, const Instruction& in) {
     case Opcode::kNonzeroWithCount:  // each GpSimd core handles its first partition only
     case Opcode::kSequenceBounds:    // a segment's bounds lie anywhere along its partition
     case Opcode::kLocalGather:       // a core's 16 index partitions serve all of its partitions
+    case Opcode::kQuantizeMxScales:  // a group spans 8 partitions
+    case Opcode::kQuantizeMx:
+    case Opcode::kMatmulMx:
     case Opcode::kGather:  // reads anywhere in its partition
     case Opcode::kBnStats:
     case Opcode::kBnAggr:

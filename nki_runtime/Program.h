@@ -52,6 +52,11 @@ enum class Opcode : uint8_t {
   kDevicePrint,      // hands dst's values (unwritten, any memory) to the run's printer, labelled coefficients[0]
   kSequenceBounds,   // dst[p] = each segment id's [first index] then [one past its last index] (GpSimd)
   kLocalGather,      // dst[p, j, :] = src[p, index_j * n : (index_j + 1) * n], index_j from p's 16 partitions
+  // nki.isa.quantize_mx as two instructions, each with one dst (Microscaling.h):
+  kQuantizeMxScales, // dst (uint8) = the scale of each 8-partition x 4-value group of inputs[0]; coefficients[0]:
+                     // the largest exponent of the packed type
+  kQuantizeMx,       // dst (packed fp8) = inputs[0] scaled by the scales in inputs[1]
+  kMatmulMx,         // dst[M, N] (+)= stationary[K, M] x moving[K, N], packed, with their scales inputs[2], [3]
 };
 
 enum class AluOp : uint8_t {

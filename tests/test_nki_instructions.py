@@ -446,7 +446,7 @@ def test_an_instruction_not_emulated_is_named():
     with pytest.raises(AttributeError, match="nki.isa.dma_compute is an instruction of AWS's NKI that "
                                              "torch_neuronx does not emulate yet"):
         nisa.dma_compute
-    assert not hasattr(nisa, "quantize_mx")
+    assert not hasattr(nisa, "register_alloc")
     with pytest.raises(AttributeError, match="has no attribute 'no_such_instruction'"):
         nisa.no_such_instruction
 

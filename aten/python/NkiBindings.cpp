@@ -153,14 +153,16 @@ py::dict codes() {
   all["memory"] = names({"hbm", "sbuf", "psum"});
   all["engine"] = names({"dma", "tensor", "vector", "scalar", "gpsimd"});
   all["dtype"] = names({"float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2", "int8",
-                        "int16", "int32", "uint8", "uint16", "uint32", "bool"});
+                        "int16", "int32", "uint8", "uint16", "uint32", "bool", "float8_e5m2_x4", "float8_e4m3fn_x4",
+                        "float4_e2m1fn_x4"});
   all["opcode"] = names({"dma_copy", "nc_matmul", "nc_transpose", "tensor_tensor", "tensor_scalar", "activation",
                          "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select",
                          "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr",
                          "tensor_partition_reduce", "affine_select", "nc_match_replace8",
                          "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather", "rng",
                          "rand2", "dropout", "rand_set_state", "rand_get_state", "set_rng_seed",
-                         "device_print", "sequence_bounds", "local_gather"});
+                         "device_print", "sequence_bounds", "local_gather", "quantize_mx_scales", "quantize_mx",
+                         "nc_matmul_mx"});
   all["alu"] = names({"bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod",
                       "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
                       "logical_or", "logical_xor", "abs_max"});

@@ -128,7 +128,12 @@ def _cycles(ins: dict, names: dict, dtypes: List[str]) -> float:
     opcode, engine = names["opcode"][ins["opcode"]], names["engine"][ins["engine"]]
     dst = ins["dst"]
     summarises = opcode in ("tensor_reduce", "max8", "nc_find_index8", "bn_stats", "bn_aggr")
-    n = _per_partition(ins["inputs"][0] if summarises else dst)
+    n = _per_partition(ins["inputs"][0] if summarises or opcode == "quantize_mx" else dst)
+    if opcode == "nc_matmul_mx":  # assumed: nc_matmul's cycles, each PE taking the 4 values of an element
+        stationary, moving = ins["inputs"][:2]
+        return max(min(MATMUL_MIN_CYCLES, stationary[2][1]), moving[2][1])
+    if opcode == "quantize_mx_scales":  # one instruction with quantize_mx on the hardware: counted there
+        return 0.0
     if opcode == "nc_matmul":
         stationary, moving = ins["inputs"]
         cycles = max(min(MATMUL_MIN_CYCLES, stationary[2][1]), moving[2][1])
@@ -176,9 +181,9 @@ def predict(encoded: dict, version: int = 3) -> Prediction:
             dma_bytes += nbytes
         else:
             duration = _cycles(ins, names, dtypes) / (clock[engine] * 1e9)
-        if opcode == "nc_matmul":
-            stationary, moving = ins["inputs"]
-            flops += 2 * stationary[2][0] * stationary[2][1] * moving[2][1]
+        if opcode in ("nc_matmul", "nc_matmul_mx"):
+            stationary, moving = ins["inputs"][:2]
+            flops += 2 * stationary[2][0] * stationary[2][1] * moving[2][1] * (4 if opcode == "nc_matmul_mx" else 1)
         ready = 0.0
         for access in ins["inputs"]:
             box = _box(access, shapes[access[0]])

@@ -674,10 +674,36 @@ def bn_aggr(dst: View, data: View, mask=None, **_) -> None:
     _emit("bn_aggr", "vector", dst, (data,), mask)
 
 
+# The largest exponent of each packed MX type's values (OCP MX emax_elem).
+_MX_MAX_EXPONENT = {"float8_e5m2_x4": 15, "float8_e4m3fn_x4": 8, "float4_e2m1fn_x4": 2}
+
+
+def quantize_mx(dst: View, src: View, dst_scale: View, **_) -> None:
+    """dst (float8_*_x4, [P, F / 4]) and dst_scale (uint8) = src (bf16/fp16, [P, F]) in MXFP8: one scale per
+    8 partitions x 4 values, spread over the SBUF quadrants as nc_matmul_mx reads them (NeuronCore-v4)."""
+    if dst.dtype not in _MX_MAX_EXPONENT:
+        raise current().error(f"quantize_mx: dst must be float8_e5m2_x4 or float8_e4m3fn_x4, not {dst.dtype}")
+    # One instruction of the Vector engine, issued as two here so that each writes one tile: the scales,
+    # then the data divided by them.
+    _emit("quantize_mx_scales", "vector", dst_scale, (src,), None, coefficients=[_MX_MAX_EXPONENT[dst.dtype]])
+    _emit("quantize_mx", "vector", dst, (src, dst_scale), None)
+
+
+def nc_matmul_mx(dst: View, stationary: View, moving: View, stationary_scale: View, moving_scale: View,
+                 tile_position=None, tile_size=None, accumulate: Optional[bool] = None, **_) -> None:
+    """dst[M, N] (+)= the product of packed MX tiles stationary [K, M] and moving [K, N] over K and the four
+    values of each element, each value times its group's scale (NeuronCore-v4). Row tiling (tile_position,
+    tile_size) changes where the Tensor engine runs it, not the result."""
+    if accumulate is None:
+        accumulate = nl._psum_written_before(dst)
+    _emit("nc_matmul_mx", "tensor", dst, (stationary, moving, stationary_scale, moving_scale), None,
+          accumulate=bool(accumulate))
+
+
 # Instructions of AWS's current ISA that this emulator does not run yet (docs/nki.md): named, so that a
 # kernel using one fails on the name rather than on a bare missing attribute.
 _NOT_EMULATED = {
-    "nc_matmul_mx", "quantize_mx", "dma_compute", "register_alloc",
+    "dma_compute", "register_alloc",
     "register_load", "register_move", "register_store", "core_barrier", "sendrecv"}
 
 

@@ -23,6 +23,8 @@ _TORCH_DTYPES = {
     "int16": torch.int16, "int32": torch.int32, "uint8": torch.uint8, "bool": torch.bool,
     "float8_e4m3": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2,
     "uint16": torch.uint16, "uint32": torch.uint32,
+    # Packed MX data leaves a kernel as the unsigned integers of its size, as AWS's tutorials hold it.
+    "float8_e5m2_x4": torch.uint32, "float8_e4m3fn_x4": torch.uint32, "float4_e2m1fn_x4": torch.uint16,
 }
 PROGRAMS: list = []  # every program this process verified, for nki_report()
 _PLATFORM_VERSIONS = {"trn1": 2, "inf2": 2, "trn2": 3, "trn3": 4}
@@ -52,7 +54,8 @@ def numpy_dtype(name: str):
         return np.dtype(getattr(_ml_dtypes(), _ML_DTYPES[name]))
     if name in ("bfloat16", "float8_e4m3", "float8_e5m2", "tfloat32"):
         raise NkiError(f"NumPy has no {name} (without the ml_dtypes package): pass torch tensors for it")
-    return np.dtype({"bool": "bool"}.get(name, name))
+    return np.dtype({"bool": "bool", "float8_e5m2_x4": "uint32", "float8_e4m3fn_x4": "uint32",
+                     "float4_e2m1fn_x4": "uint16"}.get(name, name))
 
 
 def _from_numpy(array) -> torch.Tensor:

@@ -18,6 +18,8 @@ from .trace import BYTES, FLOATS, NkiError, View, _product, current, dtype_name,
 float32, bfloat16, float16, tfloat32 = "float32", "bfloat16", "float16", "tfloat32"
 float8_e4m3, float8_e4m3fn, float8_e5m2 = "float8_e4m3", "float8_e4m3", "float8_e5m2"
 int8, int16, int32, uint8, uint16, uint32, bool_ = "int8", "int16", "int32", "uint8", "uint16", "uint32", "bool"
+# Microscaling (MX): four fp8 values in 32 bits, four fp4 values in 16 bits (nisa.quantize_mx, nisa.nc_matmul_mx)
+float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4 = "float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4"
 
 # Buffers.
 sbuf, psum, hbm, private_hbm, shared_hbm = "sbuf", "psum", "private_hbm", "private_hbm", "shared_hbm"

@@ -35,11 +35,15 @@ DTYPE_ALIASES = {
     "float8_e4m3fn": "float8_e4m3", "float8_e5m2": "float8_e5m2", "int8": "int8", "int16": "int16",
     "int32": "int32", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "bool": "bool", "bool_": "bool",
     "float": "float32", "int": "int32",
+    # Microscaling (MX) data, four values packed in one element (nki_runtime/Microscaling.h)
+    "float8_e5m2_x4": "float8_e5m2_x4", "float8_e4m3fn_x4": "float8_e4m3fn_x4", "float4_e2m1fn_x4": "float4_e2m1fn_x4",
 }
 MAX_AXES = 8  # axes of one access pattern (nki_runtime/Program.h kMaxAxes)
 FLOATS = ("float32", "tfloat32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2")
 BYTES = {"float32": 4, "tfloat32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "float16": 2, "int16": 2,
-         "uint16": 2, "float8_e4m3": 1, "float8_e5m2": 1, "int8": 1, "uint8": 1, "bool": 1}
+         "uint16": 2, "float8_e4m3": 1, "float8_e5m2": 1, "int8": 1, "uint8": 1, "bool": 1,
+         "float8_e5m2_x4": 4, "float8_e4m3fn_x4": 4, "float4_e2m1fn_x4": 2}
+PACKED = ("float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4")
 
 
 def dtype_name(dtype) -> str:
