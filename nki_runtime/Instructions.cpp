@@ -129,6 +129,33 @@ void copy(const Bound& b) {
   });
 }
 
+// dma_compute: dst = the sum of up to 16 inputs in fp32, rounded once. A row loop follows at most 8 views,
+// so the inputs are summed 7 at a time into fp32 rows of the whole dst, stored when all are read (dst may be
+// one of the inputs).
+void dmaCompute(const Bound& b) {
+  const Access& dst = b.in.dst;
+  const int64_t n = inner(dst), rows = rowCount(dst);
+  float* sums = scratch(3, rows * n);
+  std::fill(sums, sums + rows * n, 0.f);
+  float* row = scratch(0, n);
+  constexpr std::size_t kPerPass = 7;
+  for (std::size_t first = 0; first < b.inputs.size(); first += kPerPass) {
+    const std::size_t last = std::min(b.inputs.size(), first + kPerPass);
+    std::vector<const Access*> views{&dst};
+    for (std::size_t k = first; k < last; ++k) views.push_back(&b.in.inputs[k]);
+    int64_t r = 0;
+    forEachRow(dst, views, [&](const std::array<int64_t, 8>& o) {
+      float* sum = sums + r++ * n;
+      for (std::size_t k = first; k < last; ++k) {
+        b.loadInput(static_cast<int>(k), o[1 + k - first], row);
+        for (int64_t j = 0; j < n; ++j) sum[j] += row[j];
+      }
+    });
+  }
+  int64_t r = 0;
+  forEachRow(dst, {&dst}, [&](const std::array<int64_t, 8>& o) { b.storeDst(sums + r++ * n, o[0]); });
+}
+
 // Element-wise instructions read dense fp32 rows in place and write dense fp32 rows directly
 // (each output element depends only on the inputs at its index, so dst may alias them).
 void tensorTensor(const Bound& b) {
@@ -629,6 +656,9 @@ void execute(const Bound& b) {
     case Opcode::kMatmulMx:
       matmulMx(b);
       break;
+    case Opcode::kDmaCompute:
+      dmaCompute(b);
+      break;
     case Opcode::kGather:
       gatherInPartitions(b);
       break;
@@ -683,6 +713,7 @@ bool rowsIndependent(const Program& program, const Instruction& in) {
     case Opcode::kQuantizeMxScales:  // a group spans 8 partitions
     case Opcode::kQuantizeMx:
     case Opcode::kMatmulMx:
+    case Opcode::kDmaCompute:  // sums all rows before it writes one
     case Opcode::kGather:  // reads anywhere in its partition
     case Opcode::kBnStats:
     case Opcode::kBnAggr:

@@ -57,6 +57,7 @@ enum class Opcode : uint8_t {
                      // the largest exponent of the packed type
   kQuantizeMx,       // dst (packed fp8) = inputs[0] scaled by the scales in inputs[1]
   kMatmulMx,         // dst[M, N] (+)= stationary[K, M] x moving[K, N], packed, with their scales inputs[2], [3]
+  kDmaCompute,       // dst = the sum of the inputs (1 to 16), in fp32 inside the DMA engines
 };
 
 enum class AluOp : uint8_t {

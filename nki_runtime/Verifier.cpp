@@ -29,7 +29,7 @@ std::string_view opcodeName(Opcode opcode) {
       "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr", "tensor_partition_reduce",
       "affine_select", "nc_match_replace8", "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather",
       "rng", "rand2", "dropout", "rand_set_state", "rand_get_state", "set_rng_seed", "device_print",
-      "sequence_bounds", "local_gather", "quantize_mx", "quantize_mx", "nc_matmul_mx"};
+      "sequence_bounds", "local_gather", "quantize_mx", "quantize_mx", "nc_matmul_mx", "dma_compute"};
   return kNames[static_cast<int>(opcode)];
 }
 
@@ -146,7 +146,7 @@ class Checker {
       return false;
     }
     if (info.memory == Memory::kHbm) return true;
-    if (i >= 0 && program_.instructions[i].opcode == Opcode::kDmaCopy) return true;
+    if (i >= 0 && program_.instructions[i].engine == Engine::kDma) return true;
     const int64_t per_partition = info.partitionElements();
     if (access.sizes[0] > limits_.partitions) {
       fail(i, role, " of '", info.name, "' spans ", access.sizes[0], " partitions; at most ", limits_.partitions,
@@ -219,7 +219,7 @@ class Checker {
     if (!checkPacked(i, in)) return;
     if (in.opcode == Opcode::kDevicePrint) return;  // reads any memory, writes nothing
     const bool dma = in.engine == Engine::kDma;
-    if (dma != (in.opcode == Opcode::kDmaCopy)) {
+    if (dma != (in.opcode == Opcode::kDmaCopy || in.opcode == Opcode::kDmaCompute)) {
       fail(i, "runs on the ", engineName(in.engine), " engine, which does not execute it");
       return;
     }
@@ -237,6 +237,14 @@ class Checker {
         // bf16 HBM so).
         if (in.indirect) return checkIndirect(i, in);
         if (in.dst.elements() != in.inputs[0].elements()) fail(i, "src and dst hold different numbers of elements");
+        return;
+      case Opcode::kDmaCompute:
+        requireMemory(i, in.dst, "dst", dma_memories);
+        if (in.inputs.empty() || in.inputs.size() > 16) fail(i, "takes 1 to 16 sources, not ", in.inputs.size());
+        for (const Access& input : in.inputs) {
+          requireMemory(i, input, "src", dma_memories);
+          requireSameShape(i, input, in.dst, "a source");
+        }
         return;
       case Opcode::kMatmul:
         return checkMatmul(i, in);

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import nki_bad_kernels as bad  # noqa: E402
+import nki_dma_kernels as dma  # noqa: E402
 import nki_kernels as k  # noqa: E402
 import nki.language as nl  # noqa: E402
 from torch_neuronx.nki import NkiError
@@ -443,10 +444,10 @@ def test_tensor_copy_predicated_errors():
 def test_an_instruction_not_emulated_is_named():
     import nki.isa as nisa
 
-    with pytest.raises(AttributeError, match="nki.isa.dma_compute is an instruction of AWS's NKI that "
+    with pytest.raises(AttributeError, match="nki.isa.register_alloc is an instruction of AWS's NKI that "
                                              "torch_neuronx does not emulate yet"):
-        nisa.dma_compute
-    assert not hasattr(nisa, "register_alloc")
+        nisa.register_alloc
+    assert not hasattr(nisa, "sendrecv")
     with pytest.raises(AttributeError, match="has no attribute 'no_such_instruction'"):
         nisa.no_such_instruction
 
@@ -464,3 +465,57 @@ def test_isa_constants_and_dtype_names_kernels_import():
 
     assert constants.dge_mode.hwdge == nki.isa.dge_mode.hwdge and constants.engine.scalar == nki.isa.engine.scalar
     assert isinstance(nl.int32, nki.dtype)
+
+
+@pytest.mark.parametrize("count, in_sbuf", [(1, False), (3, True), (16, True)])
+@pytest.mark.parametrize("out_dtype", [nl.float32, nl.bfloat16])
+def test_dma_compute_sums_its_sources_in_fp32(count, in_sbuf, out_dtype):
+    torch.manual_seed(count)
+    dtypes = [torch.float32, torch.bfloat16, torch.float16, torch.int32]
+    sources = [(torch.randn(24, 40) * 50).to(dtypes[i % 4]) for i in range(count)]
+    got = dma.summed_by_dma(out_dtype, in_sbuf, *[neuron(s) for s in sources]).cpu()
+    # AWS: every source widened to fp32, summed in fp32, the sum cast once to dst's dtype
+    expected = torch.zeros(24, 40)
+    for s in sources:
+        expected = expected + s.float()
+    assert torch.equal(got, expected.to(got.dtype))
+
+
+def test_dma_compute_may_write_one_of_its_sources():
+    torch.manual_seed(30)
+    a, b = torch.randn(16, 12), torch.randn(16 * 12)
+    got = dma.accumulated_in_place_by_dma(neuron(a), neuron(b)).cpu()
+    assert torch.equal(got, a + b.reshape(16, 12))
+
+
+def test_dma_compute_read_modify_writes_through_a_vector_offset():
+    torch.manual_seed(31)
+    table, rows = torch.randn(10, 16), torch.randn(4, 16)
+    ids = torch.tensor([7, 0, 3, 9], dtype=torch.int32)
+    got = dma.scatter_added_by_dma_compute(neuron(table), neuron(rows), neuron(ids)).cpu()
+    assert torch.equal(got, table.index_add(0, ids.long(), rows))
+    base = torch.randn(4, 16)
+    got = dma.gather_added_by_dma_compute(neuron(base), neuron(table), neuron(ids)).cpu()
+    assert torch.equal(got, base + table[ids.long()])
+
+
+@pytest.mark.parametrize("reduce_op, scales, count, message", [
+    (nl.multiply, None, 2, "the DMA engines reduce with nl.add only"),
+    (nl.add, [1.0, 2.0], 2, r"every scale must be 1.0"),
+    (nl.add, None, 17, "17 sources; it takes 1 to 16"),
+])
+def test_dma_compute_refuses_what_the_dma_engines_lack(reduce_op, scales, count, message):
+    with pytest.raises(NkiError, match=message):
+        dma.dma_compute_with(neuron(torch.ones(4, 8)), reduce_op, scales, count)
+
+
+def test_dma_compute_moves_every_source_in_the_cost_model():
+    from torch_neuronx.nki import cost_model
+    from torch_neuronx.nki.kernel import PROGRAMS
+
+    dma.dma_compute_with(neuron(torch.ones(8, 96)), nl.add, None, 3)
+    program = PROGRAMS[-1]
+    assert program.encoded["kernel"] == "dma_compute_with"
+    predicted = cost_model.predict(program.encoded, 3)
+    # By hand: the sum moves 3 x 8 x 96 fp32 elements, then the store 8 x 96.
+    assert predicted.dma_bytes == (3 + 1) * 8 * 96 * 4

@@ -369,3 +369,21 @@ TEST(Executor, LocalGatherTakesEachCoresIndicesPartitionFirst) {
         << "partition " << p;
   }
 }
+
+TEST(Executor, DmaComputeSumsNineSourcesIntoOneOfThem) {
+  // dst is source 0 as well; nine sources take two passes of the row loop.
+  ProgramBuilder b;
+  std::vector<int> sources;
+  for (int k = 0; k < 9; ++k) sources.push_back(b.argument({2, 3}));
+  std::vector<Access> inputs;
+  for (int source : sources) inputs.push_back(whole(source, {2, 3}));
+  b.emit(Opcode::kDmaCompute, Engine::kDma, whole(sources[0], {2, 3}), inputs);
+  std::vector<std::vector<float>> values(9, std::vector<float>(6));
+  std::vector<void*> buffers;
+  for (int k = 0; k < 9; ++k) {
+    for (int e = 0; e < 6; ++e) values[k][e] = static_cast<float>((k + 1) * (e + 1));
+    buffers.push_back(values[k].data());
+  }
+  Executor(b.program()).run(buffers);
+  for (int e = 0; e < 6; ++e) EXPECT_EQ(values[0][e], 45.f * (e + 1)) << e;  // (1 + ... + 9) x (e + 1)
+}

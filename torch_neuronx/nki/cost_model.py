@@ -177,6 +177,8 @@ def predict(encoded: dict, version: int = 3) -> Prediction:
             nbytes = _elements(dst) * BYTES[dtypes[dst[0]]]
             if ins["accumulate"]:  # dst_rmw_op: the engine reads what dst holds before it writes
                 nbytes *= 2
+            elif opcode == "dma_compute":  # each source streams through the engine
+                nbytes *= max(1, len(ins["inputs"]))
             duration = (rates.dma_fixed_ns + nbytes / rates.dma_bytes_per_ns) * 1e-9
             dma_bytes += nbytes
         else:

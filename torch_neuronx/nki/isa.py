@@ -159,6 +159,57 @@ def _read_modify_write(dst: View, op, oob) -> bool:
     return True
 
 
+def dma_compute(dst: View, srcs, reduce_op=None, scales=None, unique_indices: bool = True, oob_mode=None,
+                **_) -> None:
+    """dst = srcs[0] + srcs[1] + ..., summed in fp32 by the DMA engines and rounded once to dst's dtype.
+    AWS's limits: reduce_op nl.add only, every scale 1.0, 1 to 16 sources of dst's element count. With a
+    vector_offset, a read-modify-write of exactly two sources: dst[indices] += src (dst in HBM, the matching
+    source indirect too) or dst += src[indices] (dst in SBUF, the other source dst itself), the indirect DMA
+    that dma_copy(dst_rmw_op=nl.add) makes."""
+    srcs = list(srcs)
+    if reduce_op is None or alu_of(reduce_op) != "add":
+        raise current().error(f"dma_compute: reduce_op={getattr(reduce_op, '__name__', reduce_op)!r}; the DMA "
+                              "engines reduce with nl.add only")
+    if scales is not None and (len(scales) != len(srcs) or any(float(s) != 1.0 for s in scales)):
+        raise current().error(f"dma_compute: scales {list(scales)} for {len(srcs)} sources; every scale must be "
+                              "1.0 (the only one the DMA engines support)")
+    if not 1 <= len(srcs) <= 16:
+        raise current().error(f"dma_compute: {len(srcs)} sources; it takes 1 to 16")
+    if dst.indirect is not None or any(s.indirect is not None for s in srcs):
+        return _read_modify_write_compute(dst, srcs, unique_indices, oob_mode)
+    if all(s.shape == dst.shape for s in srcs):
+        _emit("dma_compute", "dma", dst, srcs, None)
+        return
+    squeezed = [nl._same_shape(dst, s) for s in srcs]
+    if any(d is None or d.shape != squeezed[0][0].shape for d, _ in squeezed):
+        raise current().error(f"dma_compute: the sources {[list(s.shape) for s in srcs]} and dst "
+                              f"{list(dst.shape)} must hold the same elements")
+    _emit("dma_compute", "dma", squeezed[0][0], [s for _, s in squeezed], None)
+
+
+def _read_modify_write_compute(dst: View, srcs, unique_indices: bool, oob) -> None:
+    def same(a: View, b: View) -> bool:
+        return a.access() == b.access() and a.indirect == b.indirect
+    if len(srcs) != 2 or not unique_indices:
+        raise current().error("dma_compute with a vector_offset reads and writes dst in place: exactly two "
+                              "sources and unique_indices=True (AWS: repeated indices are not supported yet)")
+    if dst.indirect is not None:  # scatter: dst[indices] = dst[indices] + src
+        others = [s for s in srcs if not same(s, dst)]
+        if len(others) != 1 or dst.buffer != "hbm" or others[0].buffer != "sbuf":
+            raise current().error("dma_compute scatter: dst (HBM, with a vector_offset) must be one of the two "
+                                  "sources, the other an SBUF tile")
+        source = others[0]
+    else:  # gather: dst = dst + src[indices]
+        gathered = [s for s in srcs if s.indirect is not None]
+        rest = [s for s in srcs if s.indirect is None]
+        if len(gathered) != 1 or not rest or not same(rest[0], dst) or dst.buffer != "sbuf" \
+                or gathered[0].buffer != "hbm":
+            raise current().error("dma_compute gather: dst (SBUF) must be one of the two sources, the other an "
+                                  "HBM tensor with a vector_offset")
+        source = gathered[0]
+    _indirect_copy(dst, source, oob, None, _read_modify_write(dst, nl.add, oob))
+
+
 class dge_mode:  # noqa: N801
     """How DMA descriptors are generated; the emulator's DMA is the same in each mode."""
     unknown, none, swdge, hwdge = "unknown", "none", "swdge", "hwdge"
@@ -703,7 +754,7 @@ def nc_matmul_mx(dst: View, stationary: View, moving: View, stationary_scale: Vi
 # Instructions of AWS's current ISA that this emulator does not run yet (docs/nki.md): named, so that a
 # kernel using one fails on the name rather than on a bare missing attribute.
 _NOT_EMULATED = {
-    "dma_compute", "register_alloc",
+    "register_alloc",
     "register_load", "register_move", "register_store", "core_barrier", "sendrecv"}
 
 

@@ -1,0 +1,75 @@
+"""Kernels of the DMA engines' arithmetic (nisa.dma_compute), written for these tests."""
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def summed_by_dma(out_dtype, in_sbuf, *sources):
+    """out = the sum of `sources` (HBM tensors of one shape; with in_sbuf, every other one first loaded into
+    SBUF), computed by one dma_compute into an SBUF tile of out_dtype."""
+    shape = sources[0].shape
+    operands = []
+    for i, source in enumerate(sources):
+        if in_sbuf and i % 2:
+            tile = nl.ndarray(shape, dtype=source.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=tile, src=source)
+            source = tile
+        operands.append(source)
+    total = nl.ndarray(shape, dtype=out_dtype, buffer=nl.sbuf)
+    nisa.dma_compute(dst=total, srcs=operands, reduce_op=nl.add, scales=[1.0] * len(operands))
+    out = nl.ndarray(shape, dtype=out_dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=total)
+    return out
+
+
+@nki.jit
+def accumulated_in_place_by_dma(a, b):
+    """acc = a; acc = acc + b by dma_compute, acc being both dst and a source; written flat from a [P, F]."""
+    acc = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=acc, src=a)
+    nisa.dma_compute(dst=acc, srcs=[acc, b.reshape((a.shape[0], a.shape[1]))], reduce_op=nl.add)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+
+
+@nki.jit
+def scatter_added_by_dma_compute(table, rows, ids):
+    """out = table with out[ids[i]] += rows[i]: dma_compute's scatter read-modify-write."""
+    height, width = table.shape
+    count = rows.shape[0]
+    out = nl.ndarray(table.shape, dtype=table.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=table)
+    index = nl.ndarray((count, 1), dtype=ids.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=index, src=ids.reshape((count, 1)))
+    tile = nl.ndarray((count, width), dtype=rows.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=rows)
+    chosen = out.ap([[width, count], [1, width]], offset=0, vector_offset=index, indirect_dim=0)
+    nisa.dma_compute(dst=chosen, srcs=[chosen, tile], reduce_op=nl.add)
+    return out
+
+
+@nki.jit
+def gather_added_by_dma_compute(base, table, ids):
+    """out = base + table[ids]: dma_compute's gather read-modify-write into SBUF."""
+    count, width = base.shape
+    acc = nl.ndarray(base.shape, dtype=base.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=acc, src=base)
+    index = nl.ndarray((count, 1), dtype=ids.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=index, src=ids.reshape((count, 1)))
+    picked = table.ap([[width, count], [1, width]], offset=0, vector_offset=index, indirect_dim=0)
+    nisa.dma_compute(dst=acc, srcs=[picked, acc], reduce_op=nl.add)
+    out = nl.ndarray(base.shape, dtype=base.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+
+
+@nki.jit
+def dma_compute_with(a, reduce_op, scales, count):
+    """dma_compute of `count` copies of a, as told."""
+    total = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_compute(dst=total, srcs=[a] * count, reduce_op=reduce_op, scales=scales)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=total)
+    return out
