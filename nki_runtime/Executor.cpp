@@ -71,12 +71,13 @@ Executor::Executor(Program program) : program_(std::move(program)) {
   const std::size_t count = program_.tensors.size();
   std::vector<int> first(count, -1), last(count, -1), first_instruction(count, -1);
   for (std::size_t i = 0; i < instructions.size(); ++i) {
-    const auto touch = [&](const Access& access) {
-      if (first[access.tensor] < 0) {
-        first[access.tensor] = time[i];
-        first_instruction[access.tensor] = static_cast<int>(i);
+    const auto touch = [&](const Access& access) {  // an alias's use is its owner's
+      const int32_t t = ownerOf(program_, access.tensor);
+      if (first[t] < 0) {
+        first[t] = time[i];
+        first_instruction[t] = static_cast<int>(i);
       }
-      last[access.tensor] = time[i];
+      last[t] = time[i];
     };
     touch(instructions[i].dst);
     for (const Access& input : instructions[i].inputs) touch(input);
@@ -125,6 +126,9 @@ Executor::Executor(Program program) : program_(std::move(program)) {
         free_ranges.erase(after);
       }
     }
+  }
+  for (std::size_t t = 0; t < count; ++t) {
+    if (program_.tensors[t].alias_of >= 0) plans_[t].offset = plans_[program_.tensors[t].alias_of].offset;
   }
 }
 

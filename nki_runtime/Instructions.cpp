@@ -731,6 +731,8 @@ bool rowsIndependent(const Program& program, const Instruction& in) {
   const bool elementwise = in.opcode != Opcode::kTranspose && in.opcode != Opcode::kTensorReduce;
   const bool dst_in_hbm = program.tensors[in.dst.tensor].argument >= 0;
   for (const Access& input : in.inputs) {
+    const bool same_memory = ownerOf(program, input.tensor) == ownerOf(program, in.dst.tensor);
+    if (same_memory && input.tensor != in.dst.tensor) return false;  // one memory seen as two dtypes
     if (input.tensor != in.dst.tensor) {
       if (dst_in_hbm && program.tensors[input.tensor].argument >= 0) return false;
       continue;

@@ -95,6 +95,7 @@ struct TensorInfo {
   std::vector<int64_t> shape;  // on-chip: shape[0] partitions, the rest within each partition
   int32_t argument = -1;       // HBM: the call's buffer it is (>= 0), else kernel-private
   int64_t blocks = 1;          // on-chip: tiles side by side in each partition (axes before nl.par_dim)
+  int32_t alias_of = -1;       // >= 0: the tensor whose memory this one reads as its own dtype and shape
   int64_t elements() const;
   int64_t partitionElements() const;  // on-chip: elements each partition holds
 };
@@ -152,5 +153,11 @@ struct Program {
   std::vector<std::vector<LoopIteration>> loop_nests;
   int32_t arguments = 0;  // HBM buffers the call passes (inputs and outputs)
 };
+
+// The tensor that owns tensor t's memory: t itself, or the one it is an alias of.
+inline int32_t ownerOf(const Program& program, int32_t t) {
+  const int32_t owner = program.tensors[t].alias_of;
+  return owner >= 0 ? owner : t;
+}
 
 }  // namespace nki

@@ -109,9 +109,30 @@ class Checker {
 
   const TensorInfo& tensor(const Access& access) const { return program_.tensors[access.tensor]; }
 
+  // An alias (.ap(dtype=...)) holds exactly its owner's bytes: all of them for HBM, each partition's on chip.
+  void checkAlias(const TensorInfo& alias) {
+    const TensorInfo& owner = program_.tensors[alias.alias_of];
+    const auto bytes = [](const TensorInfo& info, int64_t elements) {
+      return elements * static_cast<int64_t>(byteSize(info.dtype));
+    };
+    const bool on_chip = owner.memory != Memory::kHbm;
+    const bool same = alias.memory == owner.memory && owner.alias_of < 0 && owner.blocks == 1 &&
+                      (on_chip ? alias.shape[0] == owner.shape[0] &&
+                                     bytes(alias, alias.partitionElements()) == bytes(owner, owner.partitionElements())
+                               : bytes(alias, alias.elements()) == bytes(owner, owner.elements()));
+    if (!same) fail(-1, "'", alias.name, "' is not the bytes of '", owner.name, "' seen as ", name(alias.dtype));
+  }
+
   void checkTensors() {
     for (std::size_t t = 0; t < program_.tensors.size(); ++t) {
       const TensorInfo& info = program_.tensors[t];
+      if (info.alias_of >= 0) {
+        if (info.alias_of >= static_cast<int32_t>(program_.tensors.size())) {
+          fail(-1, "'", info.name, "' is an alias of no tensor");
+          continue;
+        }
+        checkAlias(info);
+      }
       if (info.memory == Memory::kHbm) continue;
       if (info.shape.empty() || info.shape[0] > limits_.partitions) {
         fail(-1, memoryName(info.memory), " tensor '", info.name, "' has ", info.shape.empty() ? 0 : info.shape[0],
@@ -636,10 +657,10 @@ class Checker {
   void checkCapacity() {
     std::vector<std::vector<Span>> spans(program_.tensors.size());
     for (std::size_t t = 0; t < spans.size(); ++t) spans[t].resize(std::max<int64_t>(1, program_.tensors[t].blocks));
-    const auto touch = [&](const Access& access, int i) {
+    const auto touch = [&](const Access& access, int i) {  // an alias's use is its owner's (no blocks)
       const auto [first, last] = blocksReached(access, program_.tensors[access.tensor]);
       for (int64_t block = first; block <= last; ++block) {
-        Span& span = spans[access.tensor][block];
+        Span& span = spans[ownerOf(program_, access.tensor)][block];
         if (span.first < 0) span.first = i;
         span.last = i;
       }
@@ -703,10 +724,11 @@ class Checker {
       if (in.loops < 0) continue;
       for (const LoopIteration& level : program_.loop_nests[in.loops]) {
         const Access* addressed = !in.indirect ? nullptr : in.indirect_destination ? &in.dst : &in.inputs[0];
-        const auto add = [&](const Access& access, bool write) {
+        const auto add = [&](const Access& access, bool write) {  // in bytes of the memory's owner
           if (&access == addressed) return;
-          touches[{level.loop, access.tensor}].push_back(
-              {static_cast<int>(i), level.iteration, access.lowest(), access.highest(), write, &access});
+          const auto size = static_cast<int64_t>(byteSize(program_.tensors[access.tensor].dtype));
+          touches[{level.loop, ownerOf(program_, access.tensor)}].push_back(
+              {static_cast<int>(i), level.iteration, access.lowest() * size, access.highest() * size, write, &access});
         };
         if (!in.accumulate) add(in.dst, true);
         for (const Access& input : in.inputs) {
@@ -720,7 +742,8 @@ class Checker {
         for (std::size_t b = a + 1; b < list.size() && list[b].low < list[a].high; ++b) {
           const Touch &x = list[a], &y = list[b];
           if (x.iteration == y.iteration || !(x.write || y.write)) continue;
-          if (!mayOverlap(*x.access, *y.access, program_.tensors[key.second])) continue;
+          const bool one_view_kind = x.access->tensor == y.access->tensor;
+          if (one_view_kind && !mayOverlap(*x.access, *y.access, program_.tensors[x.access->tensor])) continue;
           const Touch& later = x.instruction > y.instruction ? x : y;
           fail(later.instruction, "iterations ", std::min(x.iteration, y.iteration), " and ",
                std::max(x.iteration, y.iteration), " of an affine_range both use '",

@@ -73,3 +73,40 @@ def dma_compute_with(a, reduce_op, scales, count):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=total)
     return out
+
+
+@nki.jit
+def bits_of_tile(x, as_dtype, words, in_scratch_hbm):
+    """x's bytes read as as_dtype: loaded into an SBUF tile (or an HBM scratch tensor) and stored through
+    .ap(dtype=as_dtype) as `words` elements per partition, each partition's bytes kept together."""
+    P, F = x.shape
+    buffer = nl.private_hbm if in_scratch_hbm else nl.sbuf
+    tile = nl.ndarray((P, F), dtype=x.dtype, buffer=buffer)
+    nisa.dma_copy(dst=tile, src=x)
+    out = nl.ndarray((P, words), dtype=as_dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=tile.ap(dtype=as_dtype, pattern=[[words, P], [1, words]], offset=0))
+    return out
+
+
+@nki.jit
+def written_through_another_dtype(x):
+    """An fp32 tile whose second half of each partition is zeroed through its bytes (a uint8 memset), then
+    doubled as fp32: a write through one view, reads through the other."""
+    P, F = x.shape
+    tile = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x)
+    nisa.memset(dst=tile.ap(dtype=nl.uint8, pattern=[[4 * F, P], [1, 2 * F]], offset=2 * F), value=0)
+    doubled = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=doubled, data=tile, op0=nl.multiply, operand0=2.0)
+    out = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=doubled)
+    return out
+
+
+@nki.jit
+def odd_bytes_as_words(x):
+    tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)  # 3 bf16 per partition: 6 bytes
+    nisa.dma_copy(dst=tile, src=x)
+    out = nl.ndarray((x.shape[0], 1), dtype=nl.uint32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=tile.ap(dtype=nl.uint32, pattern=[[1, x.shape[0]], [1, 1]], offset=0))
+    return out

@@ -175,3 +175,25 @@ def matmul_mx_over_48_partitions(data, scales):
     result = nl.ndarray((8, 8), dtype=nl.float32, buffer=nl.psum)
     nisa.nc_matmul_mx(dst=result, stationary=tile, moving=tile, stationary_scale=scale, moving_scale=scale)
     return None
+
+
+@nki.jit(platform_target="trn3")
+def matmul_mx_from_sbuf_words(stationary, stationary_scales, moving, moving_scales):
+    """As matmul_mx (one tile, e5m2), the packed data loaded into SBUF as uint32 words and read there as
+    float8_e5m2_x4 through .ap(dtype=...)."""
+    K, M = stationary.shape
+    N = moving.shape[1]
+    views = []
+    for data, F in ((stationary, M), (moving, N)):
+        words = nl.ndarray((K, F), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=words, src=data)
+        views.append(words.ap(dtype=nl.float8_e5m2_x4, pattern=[[F, K], [1, F]], offset=0))
+    result = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul_mx(dst=result, stationary=views[0], moving=views[1],
+                      stationary_scale=spread_scales(stationary_scales, K),
+                      moving_scale=spread_scales(moving_scales, K))
+    out_tile = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=out_tile, src=result)
+    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=out_tile)
+    return out

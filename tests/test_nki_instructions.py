@@ -519,3 +519,28 @@ def test_dma_compute_moves_every_source_in_the_cost_model():
     predicted = cost_model.predict(program.encoded, 3)
     # By hand: the sum moves 3 x 8 x 96 fp32 elements, then the store 8 x 96.
     assert predicted.dma_bytes == (3 + 1) * 8 * 96 * 4
+
+
+@pytest.mark.parametrize("in_scratch_hbm", [False, True])
+@pytest.mark.parametrize("dtype, as_dtype, torch_as", [
+    (torch.bfloat16, nl.uint32, torch.uint32), (torch.float32, nl.bfloat16, torch.bfloat16),
+    (torch.int32, nl.uint8, torch.uint8)])
+def test_a_tile_read_as_another_dtype_gives_its_bytes(in_scratch_hbm, dtype, as_dtype, torch_as):
+    torch.manual_seed(32)
+    x = (torch.randn(16, 12) * 1000).to(dtype)
+    words = x.shape[1] * x.element_size() // torch.tensor([], dtype=torch_as).element_size()
+    got = dma.bits_of_tile(neuron(x), as_dtype, words, in_scratch_hbm).cpu()
+    # compared as bytes: an fp32's low half read as bf16 may be a NaN
+    assert got.dtype == torch_as and torch.equal(got.view(torch.uint8), x.view(torch.uint8))
+
+
+def test_a_write_through_another_dtype_is_seen_by_the_tile():
+    x = torch.randn(8, 6)
+    expected = 2 * x
+    expected[:, 3:] = 0  # bytes 12-23 of each partition zeroed as uint8
+    assert torch.equal(dma.written_through_another_dtype(neuron(x)).cpu(), expected)
+
+
+def test_bytes_that_do_not_split_into_the_dtype_are_refused():
+    with pytest.raises(NkiError, match=r"its 6 bytes per partition from byte 0 do not split into whole uint32"):
+        dma.odd_bytes_as_words(neuron(torch.ones(4, 3, dtype=torch.bfloat16)))

@@ -79,6 +79,17 @@ def test_matmul_mx_runs_on_numpy_arrays_as_the_simulator_does():
     assert isinstance(arrays, np.ndarray) and torch.equal(torch.from_numpy(arrays), on_device)
 
 
+def test_matmul_mx_reads_packed_data_loaded_into_sbuf_as_words():
+    torch.manual_seed(6)
+    stationary, moving = random_packed(64, 16, nl.float8_e5m2_x4), random_packed(64, 40, nl.float8_e5m2_x4)
+    scales_s = torch.randint(120, 130, (8, 16), dtype=torch.uint8)
+    scales_m = torch.randint(120, 130, (8, 40), dtype=torch.uint8)
+    got = mx.matmul_mx_from_sbuf_words(neuron(stationary), neuron(scales_s), neuron(moving), neuron(scales_m)).cpu()
+    expected = torch.einsum("kmj,knj->mn", scaled(stationary, scales_s, nl.float8_e5m2_x4),
+                            scaled(moving, scales_m, nl.float8_e5m2_x4))
+    torch.testing.assert_close(got.double(), expected, rtol=1e-5, atol=1e-6 * float(expected.abs().max()))
+
+
 def quantize_by_hand(x: torch.Tensor, mx_dtype: str):
     """AWS's quantize_mx: per group of 8 partitions x 4 values the scale is two times the OCP one,
     2^(largest fp32 exponent - emax + 1); values divided by it, saturated, rounded to nearest even."""

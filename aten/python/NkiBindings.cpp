@@ -102,6 +102,7 @@ std::shared_ptr<nki::Executor> build(const std::string& kernel, const std::strin
     info.shape = t[3].cast<std::vector<int64_t>>();
     info.argument = t[4].cast<int32_t>();
     if (t.size() > 5) info.blocks = std::max<int64_t>(1, t[5].cast<int64_t>());
+    if (t.size() > 6) info.alias_of = t[6].cast<int32_t>();
     program.tensors.push_back(std::move(info));
   }
   for (const auto& item : instructions) program.instructions.push_back(toInstruction(item.cast<py::dict>()));

@@ -2,11 +2,13 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
 
 #include "nki_runtime/Executor.h"
+#include "nki_runtime/Verifier.h"
 #include "nki_runtime/tests/ProgramBuilder.h"
 
 using namespace nki;
@@ -386,4 +388,23 @@ TEST(Executor, DmaComputeSumsNineSourcesIntoOneOfThem) {
   }
   Executor(b.program()).run(buffers);
   for (int e = 0; e < 6; ++e) EXPECT_EQ(values[0][e], 45.f * (e + 1)) << e;  // (1 + ... + 9) x (e + 1)
+}
+
+TEST(Executor, AnAliasSharesItsOwnersMemory) {
+  // An fp32 tile written, then read through a uint8 alias of it (each partition's 8 bytes).
+  ProgramBuilder b;
+  const int in = b.argument({2, 2}), out = b.argument({2, 8}, Dtype::kUInt8);
+  const int tile = b.tile(Memory::kSbuf, {2, 2});
+  const int other = b.tile(Memory::kSbuf, {2, 2});  // lives at the same time: must not share the space
+  const int bytes = b.tile(Memory::kSbuf, {2, 8}, Dtype::kUInt8);
+  b.program().tensors[bytes].alias_of = tile;
+  b.copy(whole(tile, {2, 2}), whole(in, {2, 2}));
+  b.emit(Opcode::kMemset, Engine::kVector, whole(other, {2, 2}));
+  b.copy(whole(out, {2, 8}), whole(bytes, {2, 8}));
+  b.emit(Opcode::kTensorCopy, Engine::kVector, whole(other, {2, 2}), {whole(tile, {2, 2})});
+  ASSERT_TRUE(verify(b.program(), kNeuronCoreV3).empty());
+  std::vector<float> values = {1.5f, -2.f, 3.25f, 1e30f};
+  std::vector<uint8_t> result(16);
+  Executor(b.program()).run({values.data(), result.data()});
+  EXPECT_EQ(std::memcmp(result.data(), values.data(), 16), 0);
 }

@@ -183,3 +183,13 @@ TEST(Verifier, IndirectDmaWantsAnIntegerIndexTileWithOneIndexARow) {
     }
   }
 }
+
+TEST(Verifier, AnAliasHoldsExactlyItsOwnersBytes) {
+  ProgramBuilder b;
+  const int in = b.argument({4, 4});
+  const int tile = b.tile(Memory::kSbuf, {4, 4});
+  const int words = b.tile(Memory::kSbuf, {4, 3}, Dtype::kUInt32);  // 12 bytes per partition of 16
+  b.program().tensors[words].alias_of = tile;
+  b.copy(whole(tile, {4, 4}), whole(in, {4, 4}));
+  EXPECT_VIOLATION(b.program(), "is not the bytes of 't1' seen as uint32");
+}

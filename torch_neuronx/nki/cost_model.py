@@ -17,7 +17,7 @@ https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict
+from typing import Dict, List
 
 from .trace import BYTES
 
@@ -152,6 +152,22 @@ def _cycles(ins: dict, names: dict, dtypes: List[str]) -> float:
     return max(ENGINE_MIN_CYCLES, n)
 
 
+def _memory_owners(tensors) -> List[int]:
+    """Per tensor, the tensor whose memory it is: its alias_of, or for HBM arguments the first tensor
+    passed the same buffer."""
+    first_of_argument: Dict[int, int] = {}
+    owners = []
+    for i, t in enumerate(tensors):
+        alias_of = t[6] if len(t) > 6 else -1
+        if alias_of >= 0:
+            owners.append(alias_of)
+        elif t[4] >= 0:
+            owners.append(first_of_argument.setdefault(t[4], i))
+        else:
+            owners.append(i)
+    return owners
+
+
 def predict(encoded: dict, version: int = 3) -> Prediction:
     from . import codes
     names = {kind: {v: k for k, v in table.items()} for kind, table in codes.get().items()}
@@ -160,6 +176,10 @@ def predict(encoded: dict, version: int = 3) -> Prediction:
              "gpsimd": rates.gpsimd_ghz}
     dtypes = [names["dtype"][t[2]] for t in encoded["tensors"]]
     shapes = [tuple(t[3]) for t in encoded["tensors"]]
+    owners = _memory_owners(encoded["tensors"])
+
+    def box_of(access):  # a view through an alias may touch any of its owner's memory
+        return _box(access, shapes[access[0]]) if owners[access[0]] == access[0] else None
     engine_free = {e: 0.0 for e in clock}
     dma_queues = [0.0] * rates.dma_queues
     busy = {e: 0.0 for e in list(clock) + ["dma"]}
@@ -188,12 +208,12 @@ def predict(encoded: dict, version: int = 3) -> Prediction:
             flops += 2 * stationary[2][0] * stationary[2][1] * moving[2][1] * (4 if opcode == "nc_matmul_mx" else 1)
         ready = 0.0
         for access in ins["inputs"]:
-            box = _box(access, shapes[access[0]])
-            for other, done in ranges.get(access[0], _Ranges()).writes:
+            box = box_of(access)
+            for other, done in ranges.get(owners[access[0]], _Ranges()).writes:
                 if done > ready and _overlap(box, other):
                     ready = done
-        dst_box = _box(dst, shapes[dst[0]])
-        record = ranges.setdefault(dst[0], _Ranges())
+        dst_box = box_of(dst)
+        record = ranges.setdefault(owners[dst[0]], _Ranges())
         for other, done in record.writes + record.reads:
             if done > ready and _overlap(dst_box, other):
                 ready = done
@@ -214,8 +234,8 @@ def predict(encoded: dict, version: int = 3) -> Prediction:
         counts[engine] += 1
         record.writes = (record.writes + [(dst_box, finish)])[-256:]
         for access in ins["inputs"]:
-            reads = ranges.setdefault(access[0], _Ranges())
-            reads.reads = (reads.reads + [(_box(access, shapes[access[0]]), finish)])[-256:]
+            reads = ranges.setdefault(owners[access[0]], _Ranges())
+            reads.reads = (reads.reads + [(box_of(access), finish)])[-256:]
     dma_busy = busy["dma"] / rates.dma_queues  # 16 queues share the work
     loads = {**{e: busy[e] for e in clock}, "dma": dma_busy}
     bound = max(loads, key=loads.get) if finish_all > 0 else "-"

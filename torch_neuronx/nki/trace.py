@@ -82,6 +82,7 @@ class TensorDecl:
         self.id, self.name, self.memory, self.dtype = tid, name, memory, dtype
         self.shape, self.argument, self.line = shape, argument, line
         self.blocks = blocks  # on-chip: tiles side by side in each partition (the axes before nl.par_dim)
+        self.alias_of = -1  # >= 0: another tensor's memory seen as this dtype and shape (.ap(dtype=...))
 
     def strides(self) -> Tuple[int, ...]:
         strides, step = [], 1
@@ -253,21 +254,29 @@ class View:
         return view
 
     def _as_dtype(self, dtype: str) -> "View":
-        """The bytes of this HBM tensor as a flat tensor of `dtype` (`.ap(dtype=...)`), starting where this
-        view starts; the pattern and offset given with it count elements of `dtype`."""
+        """The bytes of this tensor as `dtype` (`.ap(dtype=...)`), starting where this view starts; the pattern
+        and offset given with it count elements of `dtype`. An HBM tensor becomes a flat one; an on-chip tile
+        keeps its partitions, each partition's bytes read as `dtype`."""
         decl = self.decl
-        if decl.memory != "hbm" or decl.argument < 0:
-            raise NkiError(f"{self!r}.ap(dtype={dtype}): only HBM arguments and outputs can be read as another "
-                           "dtype by this emulator yet, not on-chip tiles or HBM scratch tensors")
         if dtype not in BYTES:
             raise NkiError(f"{self!r}.ap(dtype={dtype}): no such dtype here")
-        total = _product(decl.shape) * BYTES[decl.dtype]
-        start = self.offset * BYTES[decl.dtype]
-        if total % BYTES[dtype] or start % BYTES[dtype]:
-            raise NkiError(f"{self!r}.ap(dtype={dtype}): its {total} bytes from byte {start} do not split into "
-                           f"whole {dtype} elements")
-        alias = current().alias_tensor(decl, dtype, total // BYTES[dtype])
-        return View(alias, start // BYTES[dtype], [alias.shape[0]], [1])
+        old, new = BYTES[decl.dtype], BYTES[dtype]
+        if decl.memory == "hbm":
+            shape = (_product(decl.shape) * old // new,)
+            whole_bytes = _product(decl.shape) * old
+        else:
+            if decl.blocks != 1:
+                raise NkiError(f"{self!r}.ap(dtype={dtype}): a tile of blocks (nl.par_dim after block axes) cannot "
+                               "be read as another dtype here; declare the block as a tile of its own")
+            whole_bytes = _product(decl.shape[1:]) * old
+            shape = (decl.shape[0], whole_bytes // new)
+        start = self.offset * old
+        if whole_bytes % new or start % new:
+            raise NkiError(f"{self!r}.ap(dtype={dtype}): its {whole_bytes} bytes"
+                           f"{'' if decl.memory == 'hbm' else ' per partition'} from byte {start} do not split "
+                           f"into whole {dtype} elements")
+        alias = current().alias_tensor(decl, dtype, shape)
+        return View(alias, start // new, alias.shape, alias.strides())
 
     def astype(self, dtype) -> "View":
         from . import language as nl
@@ -415,13 +424,16 @@ class Trace:
             self.constants[key] = (decl, values)
         return self.constants[key][0]
 
-    def alias_tensor(self, decl: TensorDecl, dtype: str, elements: int) -> TensorDecl:
-        """HBM argument `decl`'s memory as a flat tensor of `dtype` (one per argument and dtype): the call
-        passes the same buffer for both."""
-        key = (decl.id, dtype)
+    def alias_tensor(self, decl: TensorDecl, dtype: str, shape: Tuple[int, ...]) -> TensorDecl:
+        """`decl`'s memory as a tensor of `dtype` and `shape` (one per tensor, dtype and shape). An HBM
+        argument's alias is passed the same buffer by the call; any other alias names the tensor that owns
+        the memory (alias_of), whose place in the arena it shares."""
+        root = self.tensors[decl.alias_of] if decl.alias_of >= 0 else decl
+        key = (root.id, dtype, tuple(shape))
         if key not in self.aliases:
-            alias = TensorDecl(len(self.tensors), f"{decl.name}_as_{dtype}", "hbm", dtype, (elements,),
-                               decl.argument, self.line())
+            alias = TensorDecl(len(self.tensors), f"{root.name}_as_{dtype}", root.memory, dtype, tuple(shape),
+                               root.argument, self.line())
+            alias.alias_of = root.id if root.argument < 0 else -1
             self.tensors.append(alias)
             self.aliases[key] = alias
         return self.aliases[key]
@@ -482,8 +494,8 @@ class Trace:
         """The program as the C++ builder takes it (plain tuples, picklable for the disk cache)."""
         from . import codes
         c = codes.get()
-        tensors = [(t.name, c["memory"][t.memory], c["dtype"][t.dtype], list(t.shape), t.argument, t.blocks)
-                   for t in self.tensors]
+        tensors = [(t.name, c["memory"][t.memory], c["dtype"][t.dtype], list(t.shape), t.argument, t.blocks,
+                    t.alias_of) for t in self.tensors]
         instructions = []
         for ins in self.instructions:
             enc = {k: v for k, v in ins.items() if k != "name"}
