@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "nki_runtime/ControlFlow.h"
 #include "nki_runtime/Instructions.h"
 #include "nki_runtime/Parallel.h"
 
@@ -82,6 +83,14 @@ Executor::Executor(Program program) : program_(std::move(program)) {
     touch(instructions[i].dst);
     for (const Access& input : instructions[i].inputs) touch(input);
   }
+  // A tensor that lives into a device loop's body lives through all of it: the body runs again. Inner
+  // loops (later begins) first, so that an outer loop extends what an inner one did.
+  const std::vector<LoopSpan> loops = loopSpans(program_);
+  for (auto loop = loops.rbegin(); loop != loops.rend(); ++loop) {
+    for (std::size_t t = 0; t < count; ++t) {
+      if (first[t] >= 0 && first[t] < loop->begin && last[t] >= loop->begin) last[t] = std::max(last[t], loop->end);
+    }
+  }
   plans_.resize(count);
   fresh_before_.resize(instructions.size());
   // Arena offsets by lifetime, first fit over the free ranges.
@@ -152,31 +161,47 @@ void Executor::run(const std::vector<void*>& hbm, uint64_t seed, const Printer* 
   const bool streams = !streams_.empty() && argumentsApart(hbm);
   std::unique_ptr<EngineGenerators> random = uses_random_ ? std::make_unique<EngineGenerators>(seed) : nullptr;
   const auto& instructions = program_.instructions;
-  for (std::size_t i = 0; i < instructions.size(); ++i) {
+  LoopRunner loops(program_);
+  const RegisterAt reg = [&](const Access& a) {
+    return reinterpret_cast<int32_t*>(base(hbm, arena, a.tensor)) + a.offset;
+  };
+  for (int32_t i = 0; i < static_cast<int32_t>(instructions.size());) {
     for (int32_t t : fresh_before_[i]) {
       const TensorInfo& info = program_.tensors[t];
       fillSentinel(base(hbm, arena, t), info.elements() * byteSize(info.dtype), info.dtype);
     }
+    const Instruction& in = instructions[i];
+    if (in.opcode == Opcode::kLoopBegin || in.opcode == Opcode::kLoopEnd) {
+      i = loops.next(i, reg);
+      continue;
+    }
     if (streams && stream_at_[i] >= 0) {
       const PartitionStream& stream = streams_[stream_at_[i]];
       std::vector<Bound> bounds;
-      for (int32_t k = 0; k < stream.count; ++k) bounds.push_back(bind(hbm, arena, stream.first + k, random.get(), printer));
+      for (int32_t k = 0; k < stream.count; ++k) {
+        bounds.push_back(bind(hbm, arena, instructions[stream.first + k], stream.first + k, random.get(), printer));
+      }
       runStream(stream, bounds);
-      i += stream.count - 1;
+      i += stream.count;
       continue;
     }
-    try {
-      execute(bind(hbm, arena, static_cast<int32_t>(i), random.get(), printer));
-    } catch (const std::out_of_range& error) {  // an index read at run time (indirect DMA)
-      throw std::out_of_range("kernel '" + program_.kernel + "', line " + std::to_string(instructions[i].line) + ": " +
+    try {  // an index read at run time (indirect DMA, scalar_offset) may reach outside its tensor
+      if (in.dynamic_offsets.empty()) {
+        execute(bind(hbm, arena, in, i, random.get(), printer));
+      } else {
+        const Instruction moved = withDynamicOffsets(program_, in, reg);
+        execute(bind(hbm, arena, moved, i, random.get(), printer));
+      }
+    } catch (const std::out_of_range& error) {
+      throw std::out_of_range("kernel '" + program_.kernel + "', line " + std::to_string(in.line) + ": " +
                               error.what());
     }
+    ++i;
   }
 }
 
-Bound Executor::bind(const std::vector<void*>& hbm, char* arena, int32_t index, EngineGenerators* random,
-                     const Printer* printer) const {
-  const Instruction& in = program_.instructions[index];
+Bound Executor::bind(const std::vector<void*>& hbm, char* arena, const Instruction& in, int32_t index,
+                     EngineGenerators* random, const Printer* printer) const {
   Bound bound{in, base(hbm, arena, in.dst.tensor), program_.tensors[in.dst.tensor].dtype, {}, {},
               rows_independent_[index] != 0};
   for (const Access& input : in.inputs) {

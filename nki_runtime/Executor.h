@@ -33,8 +33,9 @@ class Executor {
     bool sentinel_first = false;  // filled with the sentinel before its first instruction
   };
   char* base(const std::vector<void*>& hbm, char* arena, int32_t tensor) const;
-  Bound bind(const std::vector<void*>& hbm, char* arena, int32_t index, EngineGenerators* random,
-             const Printer* printer) const;
+  // Instruction `index` as `in` says (the program's, or a copy its registers moved).
+  Bound bind(const std::vector<void*>& hbm, char* arena, const Instruction& in, int32_t index,
+             EngineGenerators* random, const Printer* printer) const;
   bool argumentsApart(const std::vector<void*>& hbm) const;
   void runStream(const PartitionStream& stream, const std::vector<Bound>& bounds) const;
 

@@ -659,6 +659,9 @@ void execute(const Bound& b) {
     case Opcode::kDmaCompute:
       dmaCompute(b);
       break;
+    case Opcode::kLoopBegin:  // the executor's jumps (ControlFlow.h), not work on memory
+    case Opcode::kLoopEnd:
+      break;
     case Opcode::kGather:
       gatherInPartitions(b);
       break;
@@ -714,6 +717,8 @@ bool rowsIndependent(const Program& program, const Instruction& in) {
     case Opcode::kQuantizeMx:
     case Opcode::kMatmulMx:
     case Opcode::kDmaCompute:  // sums all rows before it writes one
+    case Opcode::kLoopBegin:
+    case Opcode::kLoopEnd:
     case Opcode::kGather:  // reads anywhere in its partition
     case Opcode::kBnStats:
     case Opcode::kBnAggr:

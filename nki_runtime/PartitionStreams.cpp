@@ -44,7 +44,10 @@ bool withinItsPartition(const Program& program, const Access& access) {
 int64_t streamPartitions(const Program& program, const Instruction& in, bool rows_independent) {
   // A reduction into one axis keeps a value per partition; other instructions' rows are their dst's.
   const bool per_partition_values = in.opcode == Opcode::kTensorReduce && in.dst.rank == 1;
-  if (in.indirect || !rows_independent || !perRowOpcode(in.opcode) || (in.dst.rank < 2 && !per_partition_values)) return 0;
+  if (in.indirect || !in.dynamic_offsets.empty() || !rows_independent || !perRowOpcode(in.opcode) ||
+      (in.dst.rank < 2 && !per_partition_values)) {
+    return 0;
+  }
   const int64_t partitions = in.dst.sizes[0];
   if (partitions < 1 || rowsOf(in) % partitions != 0) return 0;
   if (!withinItsPartition(program, in.dst)) return 0;

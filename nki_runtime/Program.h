@@ -58,6 +58,11 @@ enum class Opcode : uint8_t {
   kQuantizeMx,       // dst (packed fp8) = inputs[0] scaled by the scales in inputs[1]
   kMatmulMx,         // dst[M, N] (+)= stationary[K, M] x moving[K, N], packed, with their scales inputs[2], [3]
   kDmaCompute,       // dst = the sum of the inputs (1 to 16), in fp32 inside the DMA engines
+  // A loop run on the device (ControlFlow.h), around one copy of its body. coefficients: {step, the other
+  // end's index}. Counted (step > 0): the begin's inputs are the lower and upper bound registers, dst the
+  // register that takes each value. While (step 0): it repeats while inputs[0] (a register) is not zero.
+  kLoopBegin,
+  kLoopEnd,
 };
 
 enum class AluOp : uint8_t {
@@ -113,6 +118,12 @@ struct LoopIteration {
   int32_t iteration = 0;
 };
 
+// A view of an instruction moved, as it runs, by the value of a register (`.ap(scalar_offset=...)`).
+struct DynamicOffset {
+  int32_t view = -1;  // -1: dst; k: inputs[k]
+  Access reg;         // the register: one int32 element
+};
+
 struct Instruction {
   Opcode opcode = Opcode::kTensorCopy;
   Engine engine = Engine::kVector;
@@ -143,6 +154,7 @@ struct Instruction {
   int32_t line = 0;                 // in the kernel's source file
   int32_t grid_instance = 0;        // which SPMD program instance issued it
   int32_t loops = -1;               // index into Program::loop_nests, -1 outside affine loops
+  std::vector<DynamicOffset> dynamic_offsets;
 };
 
 struct Program {

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "nki_runtime/ControlFlow.h"
 #include "nki_runtime/Microscaling.h"
 
 namespace nki {
@@ -29,7 +30,7 @@ std::string_view opcodeName(Opcode opcode) {
       "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr", "tensor_partition_reduce",
       "affine_select", "nc_match_replace8", "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather",
       "rng", "rand2", "dropout", "rand_set_state", "rand_get_state", "set_rng_seed", "device_print",
-      "sequence_bounds", "local_gather", "quantize_mx", "quantize_mx", "nc_matmul_mx", "dma_compute"};
+      "sequence_bounds", "local_gather", "quantize_mx", "quantize_mx", "nc_matmul_mx", "dma_compute", "loop_begin", "loop_end"};
   return kNames[static_cast<int>(opcode)];
 }
 
@@ -91,6 +92,9 @@ class Checker {
 
   std::vector<Violation> run() {
     checkTensors();
+    std::string loop_error;
+    loops_ = loopSpans(program_, &loop_error);
+    if (!loop_error.empty()) fail(-1, loop_error);
     for (std::size_t i = 0; i < program_.instructions.size(); ++i) checkInstruction(static_cast<int>(i));
     if (violations_.empty()) checkCapacity();
     if (violations_.empty()) checkAffineIterations();
@@ -267,6 +271,9 @@ class Checker {
           requireSameShape(i, input, in.dst, "a source");
         }
         return;
+      case Opcode::kLoopBegin:
+      case Opcode::kLoopEnd:
+        return checkLoop(i, in);
       case Opcode::kMatmul:
         return checkMatmul(i, in);
       case Opcode::kMatmulMx:
@@ -541,6 +548,17 @@ class Checker {
     }
   }
 
+  // A device loop reads and writes registers: single int32 elements. A counted loop's begin reads its
+  // bounds, its end nothing; a while loop's begin and end read its condition.
+  void checkLoop(int i, const Instruction& in) {
+    const bool counted = !in.coefficients.empty() && in.coefficients[0] > 0;
+    const std::size_t expected = !counted ? 1 : in.opcode == Opcode::kLoopBegin ? 2 : 0;
+    const auto is_register = [&](const Access& a) { return a.elements() == 1 && tensor(a).dtype == Dtype::kInt32; };
+    bool ok = in.inputs.size() == expected && is_register(in.dst);
+    for (const Access& input : in.inputs) ok = ok && is_register(input);
+    if (!ok) fail(i, "a device loop's bounds, counter and condition are registers (one int32 each)");
+  }
+
   static bool mxPartitions(int64_t partitions) { return partitions % 32 == 0 && partitions <= 128; }
 
   void checkMatmulMx(int i, const Instruction& in) {
@@ -670,6 +688,15 @@ class Checker {
       touch(in.dst, static_cast<int>(i));
       for (const Access& input : in.inputs) touch(input, static_cast<int>(i));
     }
+    for (auto loop = loops_.rbegin(); loop != loops_.rend(); ++loop) {  // a body runs again: see Executor
+      for (auto& blocks : spans) {
+        for (Span& span : blocks) {
+          if (span.first >= 0 && span.first < loop->begin && span.last >= loop->begin) {
+            span.last = std::max(span.last, loop->end);
+          }
+        }
+      }
+    }
     std::map<int, std::vector<std::pair<int, int>>> changes;  // instruction -> (tensor, +1 born / -1 dies)
     for (std::size_t t = 0; t < spans.size(); ++t) {
       if (program_.tensors[t].memory == Memory::kHbm) continue;
@@ -758,6 +785,7 @@ class Checker {
   const Program& program_;
   const CoreLimits& limits_;
   std::vector<Violation> violations_;
+  std::vector<LoopSpan> loops_;
 };
 
 }  // namespace

@@ -131,31 +131,25 @@ def matmul_mx_on_trn2(data, scales):
     return None
 
 
-@nki.jit(platform_target="trn3")
-def quantize_mx_into_fp4(x):
+def _loaded(x):
     src = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=src, src=x)
-    data = nl.ndarray((32, x.shape[1] // 4), dtype=nl.float4_e2m1fn_x4, buffer=nl.sbuf)
-    nisa.quantize_mx(dst=data, src=src, dst_scale=scale_tile(32, x.shape[1] // 4))
+    return src
+
+
+@nki.jit(platform_target="trn3")
+def quantize_mx_of_32_partitions(x, mx_dtype):
+    """quantize_mx of x [32, F] into mx_dtype: refused for fp4 targets and for fp32 sources."""
+    data = nl.ndarray((32, x.shape[1] // 4), dtype=mx_dtype, buffer=nl.sbuf)
+    nisa.quantize_mx(dst=data, src=_loaded(x), dst_scale=scale_tile(32, x.shape[1] // 4))
     return None
 
 
 @nki.jit(platform_target="trn3")
 def quantize_mx_with_compact_scales_of_64_partitions(x):
-    src = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=src, src=x)
     data = nl.ndarray((64, x.shape[1] // 4), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
     scales = nl.ndarray((8, x.shape[1] // 4), dtype=nl.uint8, buffer=nl.sbuf)  # needs 36 partitions
-    nisa.quantize_mx(dst=data, src=src, dst_scale=scales)
-    return None
-
-
-@nki.jit(platform_target="trn3")
-def quantize_mx_of_fp32(x):
-    src = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=src, src=x)
-    data = nl.ndarray((32, x.shape[1] // 4), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
-    nisa.quantize_mx(dst=data, src=src, dst_scale=scale_tile(32, x.shape[1] // 4))
+    nisa.quantize_mx(dst=data, src=_loaded(x), dst_scale=scales)
     return None
 
 

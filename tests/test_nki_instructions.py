@@ -444,9 +444,9 @@ def test_tensor_copy_predicated_errors():
 def test_an_instruction_not_emulated_is_named():
     import nki.isa as nisa
 
-    with pytest.raises(AttributeError, match="nki.isa.register_alloc is an instruction of AWS's NKI that "
+    with pytest.raises(AttributeError, match="nki.isa.core_barrier is an instruction of AWS's NKI that "
                                              "torch_neuronx does not emulate yet"):
-        nisa.register_alloc
+        nisa.core_barrier
     assert not hasattr(nisa, "sendrecv")
     with pytest.raises(AttributeError, match="has no attribute 'no_such_instruction'"):
         nisa.no_such_instruction

@@ -72,6 +72,12 @@ nki::Instruction toInstruction(const py::dict& d) {
     in.skip_out_of_bounds = d["skip_oob"].cast<bool>();
     if (d.contains("indirect_dst")) in.indirect_destination = d["indirect_dst"].cast<bool>();
   }
+  if (d.contains("dynamic")) {
+    for (const auto& item : d["dynamic"].cast<py::list>()) {
+      const auto pair = item.cast<py::tuple>();  // (view: -1 dst or input k, the register's view)
+      in.dynamic_offsets.push_back({pair[0].cast<int32_t>(), toAccess(pair[1].cast<py::tuple>())});
+    }
+  }
   return in;
 }
 
@@ -163,7 +169,7 @@ py::dict codes() {
                          "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather", "rng",
                          "rand2", "dropout", "rand_set_state", "rand_get_state", "set_rng_seed",
                          "device_print", "sequence_bounds", "local_gather", "quantize_mx_scales", "quantize_mx",
-                         "nc_matmul_mx", "dma_compute"});
+                         "nc_matmul_mx", "dma_compute", "loop_begin", "loop_end"});
   all["alu"] = names({"bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod",
                       "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
                       "logical_or", "logical_xor", "abs_max"});

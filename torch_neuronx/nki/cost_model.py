@@ -177,6 +177,7 @@ def predict(encoded: dict, version: int = 3) -> Prediction:
     dtypes = [names["dtype"][t[2]] for t in encoded["tensors"]]
     shapes = [tuple(t[3]) for t in encoded["tensors"]]
     owners = _memory_owners(encoded["tensors"])
+    names_of = [t[0] for t in encoded["tensors"]]
 
     def box_of(access):  # a view through an alias may touch any of its owner's memory
         return _box(access, shapes[access[0]]) if owners[access[0]] == access[0] else None
@@ -192,6 +193,11 @@ def predict(encoded: dict, version: int = 3) -> Prediction:
         opcode = names["opcode"][ins["opcode"]]
         dst = ins["dst"]
         if opcode == "device_print":  # a debugging aid, not part of the kernel's work
+            continue
+        # The sequencers' work (device loops, register moves) is not costed, and a device loop's body is
+        # costed once: its trip count is known only when the kernel runs.
+        if opcode in ("loop_begin", "loop_end") or any(
+                names_of[a[0]] == "nki_registers" for a in (dst, *ins["inputs"])):
             continue
         if engine == "dma":
             nbytes = _elements(dst) * BYTES[dtypes[dst[0]]]

@@ -7,6 +7,8 @@ from typing import Optional
 
 from . import language as nl
 from .language import _broadcast, _emit, _operand, _reduce_axes
+from .device_loops import (VirtualRegister, register_alloc, register_load, register_move,  # noqa: F401
+                           register_store)
 from .isa_random import dropout, rand2, rand_get_state, rand_set_state, rng, set_rng_seed  # noqa: F401
 from .trace import View, current
 
@@ -753,9 +755,7 @@ def nc_matmul_mx(dst: View, stationary: View, moving: View, stationary_scale: Vi
 
 # Instructions of AWS's current ISA that this emulator does not run yet (docs/nki.md): named, so that a
 # kernel using one fails on the name rather than on a bare missing attribute.
-_NOT_EMULATED = {
-    "register_alloc",
-    "register_load", "register_move", "register_store", "core_barrier", "sendrecv"}
+_NOT_EMULATED = {"core_barrier", "sendrecv"}
 
 
 def __getattr__(name: str):

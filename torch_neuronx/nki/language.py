@@ -11,6 +11,7 @@ import builtins
 from typing import Optional, Sequence
 
 from . import indexing
+from .device_loops import dynamic_range, fori_loop, while_loop  # noqa: F401
 from .indexing import DynSlice, IndexExpr, MGrid, apply_mask, check_bounds
 from .trace import BYTES, FLOATS, NkiError, View, _product, current, dtype_name, promote
 
@@ -237,9 +238,11 @@ def _squeezed(view: View) -> View:
     keep = [a for a in builtins.range(view.ndim)
             if view.sizes[a] != 1 or (a == 0 and view.buffer != "hbm")]
     keep = keep or [0]
-    return View(view.decl, view.offset, [view.sizes[a] for a in keep], [view.strides[a] for a in keep],
-                [view.axis_vars[a] for a in keep], view.bounds,
-                keep.index(view.partition_axis) if view.partition_axis in keep else 0)
+    squeezed = View(view.decl, view.offset, [view.sizes[a] for a in keep], [view.strides[a] for a in keep],
+                    [view.axis_vars[a] for a in keep], view.bounds,
+                    keep.index(view.partition_axis) if view.partition_axis in keep else 0)
+    squeezed.dynamic = view.dynamic
+    return squeezed
 
 
 def _same_shape(a: View, b: View):

@@ -117,6 +117,7 @@ class View:
         self.bounds = tuple(bounds)
         self.partition_axis = partition_axis
         self.indirect: Optional[Tuple["View", int]] = None  # (index tile, axis): View.ap(vector_offset=...)
+        self.dynamic = None  # a VirtualRegister whose value moves the view as it runs: View.ap(scalar_offset=...)
 
     @classmethod
     def whole(cls, decl: TensorDecl) -> "View":
@@ -228,8 +229,10 @@ class View:
         """The same elements, axis order[i] of this view as axis i (a strided view reads them in any order)."""
         order = list(order)
         bounds = [Bound(b.size, b.const, [(order.index(a), c) for a, c in b.terms], b.dim) for b in self.bounds]
-        return View(self.decl, self.offset, [self.sizes[a] for a in order], [self.strides[a] for a in order],
-                    [self.axis_vars[a] for a in order], bounds, order.index(self.partition_axis))
+        moved = View(self.decl, self.offset, [self.sizes[a] for a in order], [self.strides[a] for a in order],
+                     [self.axis_vars[a] for a in order], bounds, order.index(self.partition_axis))
+        moved.dynamic = self.dynamic
+        return moved
 
     def partition_first(self) -> "View":
         """The same elements with the partition axis moved to the front, as instructions take them."""
@@ -237,13 +240,13 @@ class View:
         return self if k == 0 else self.permuted([k] + [a for a in range(self.ndim) if a != k])
 
     def ap(self, pattern, offset: int = 0, vector_offset: Optional["View"] = None, indirect_dim: int = 0,
-           dtype=None, **unsupported) -> "View":
+           dtype=None, scalar_offset=None, **unsupported) -> "View":
         """An explicit access pattern: [[stride, count], ...], partition first. With `vector_offset` (an SBUF
         tile of int32/uint32, one value per step of axis `indirect_dim`) the DMA reads step i of that axis at
         the tile's i-th value instead (an indirect DMA: a gather of rows chosen as the kernel runs)."""
         if dtype is not None and dtype_name(dtype) != self.dtype:
             return self._as_dtype(dtype_name(dtype)).ap(pattern, offset, vector_offset, indirect_dim,
-                                                         **unsupported)
+                                                         scalar_offset=scalar_offset, **unsupported)
         if unsupported:
             raise NkiError(f".ap({', '.join(sorted(unsupported))}=...) is not supported by this emulator yet")
         view = View(self.decl, self.offset + offset, [c for _, c in pattern], [s for s, _ in pattern])
@@ -251,6 +254,12 @@ class View:
             if not 0 <= indirect_dim < view.ndim:
                 raise NkiError(f"indirect_dim {indirect_dim} of a {view.ndim}-axis access pattern")
             view.indirect = (vector_offset, indirect_dim)
+        if scalar_offset is not None:  # moved by a register's value (in elements) as the kernel runs
+            from .device_loops import VirtualRegister
+            if not isinstance(scalar_offset, VirtualRegister):
+                raise NkiError(f".ap(scalar_offset=...) takes a VirtualRegister (nisa.register_alloc, a device "
+                               f"loop's index), not {type(scalar_offset).__name__}")
+            view.dynamic = scalar_offset
         return view
 
     def _as_dtype(self, dtype: str) -> "View":
@@ -348,6 +357,8 @@ class Trace:
         self._shared_seen = 0
         self.aliases: Dict[tuple, TensorDecl] = {}  # (HBM tensor id, dtype) -> its bytes as that dtype
         self.registers: Dict[str, TensorDecl] = {}  # engine -> its reduce_cmd accumulator registers
+        self.register_count = 0  # the sequencers' virtual registers (device_loops.py), one int32 each
+        self.register_decl: Optional[TensorDecl] = None
         self.next_var = 0
         self.psum_written: Dict[int, List[Tuple[int, int]]] = {}
 
@@ -438,6 +449,19 @@ class Trace:
             self.aliases[key] = alias
         return self.aliases[key]
 
+    def new_register(self) -> int:
+        self.register_count += 1
+        self.register_file(self.register_count)
+        return self.register_count - 1
+
+    def register_file(self, at_least: int) -> TensorDecl:
+        """The virtual registers as one int32 HBM scratch tensor, as long as the registers allocated so far."""
+        if self.register_decl is None:
+            self.register_decl = self.new_tensor("private_hbm", "int32", (at_least,), "nki_registers")
+        if self.register_decl.shape[0] < at_least:
+            self.register_decl.shape = (at_least,)
+        return self.register_decl
+
     def reduce_registers(self, engine: str) -> "View":
         """The accumulator registers of `engine`'s side reductions (reduce_cmd): one fp32 per partition, a
         hidden [128, 1] SBUF tile of the kernel."""
@@ -484,6 +508,7 @@ class Trace:
             "indirect": bool(fields.get("indirect", False)), "indirect_dim": int(fields.get("indirect_dim", 0)),
             "indirect_dst": bool(fields.get("indirect_dst", False)),
             "skip_oob": bool(fields.get("skip_oob", False)),
+            "dynamic": [(k - 1, view.dynamic) for k, view in enumerate((dst, *inputs)) if view.dynamic is not None],
             "line": self.line(), "grid_instance": self.grid_instance, "loops": loops,
             "name": opcode,
         }
@@ -501,6 +526,7 @@ class Trace:
             enc = {k: v for k, v in ins.items() if k != "name"}
             enc["dst"] = ins["dst"].access()
             enc["inputs"] = [v.access() for v in ins["inputs"]]
+            enc["dynamic"] = [(k, register.view().access()) for k, register in ins["dynamic"]]
             instructions.append(enc)
         return {"kernel": self.kernel, "file": self.file, "tensors": tensors, "instructions": instructions,
                 "loop_nests": [[tuple(l) for l in nest] for nest in self.loop_nests], "arguments": self.arguments,

@@ -1,0 +1,142 @@
+"""Values and loops that exist only on the device: virtual registers (nisa.register_alloc, _move, _load,
+_store), loops whose bounds or condition are registers (nl.fori_loop, nl.while_loop, nl.dynamic_range)
+and views offset by a register (`tensor.ap(..., scalar_offset=register)`).
+
+A register is an int32 element of a hidden HBM scratch tensor of the kernel: moving, loading and storing
+one are DMA copies (the verifier and the cost model see them as such). A loop's body is traced once,
+between a loop-begin and a loop-end instruction that the executor follows as jumps
+(nki_runtime/ControlFlow.h)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from .trace import NkiError, View, current
+
+_FAR = 1 << 30  # a placeholder for a loop's other end until it is known
+
+
+class VirtualRegister:
+    """One int32 register of the engines' sequencers. Its value exists only while the kernel runs: Python
+    cannot branch on it or turn it into a number (use nl.fori_loop, nl.while_loop)."""
+
+    def __init__(self, element: int, registers):
+        self.element, self.registers = element, registers  # registers: the trace's register tensor
+
+    def view(self) -> View:
+        return View(self.registers, self.element, (1, 1), (1, 1))
+
+    def _unknown(self, *_):
+        raise TypeError("a register's value is known only on the device: Python cannot branch on it or use it "
+                        "as a number; loop on it with nl.fori_loop, nl.while_loop or nl.dynamic_range")
+
+    __bool__ = __int__ = __index__ = __float__ = _unknown
+
+    def __repr__(self) -> str:
+        return f"VirtualRegister({self.element})"
+
+
+def _constant(value: int) -> View:
+    import numpy as np
+    from .language import shared_constant
+    if not -2**31 <= int(value) < 2**31:
+        raise current().error(f"a register holds 32 bits: {value} does not fit")
+    return shared_constant(np.array([[int(value)]], dtype=np.int32))
+
+
+def _dma(dst: View, src: View) -> None:
+    from .language import _emit
+    _emit("dma_copy", "dma", dst, (src,), None)
+
+
+def register_alloc(x=None) -> VirtualRegister:
+    trace = current()
+    element = trace.new_register()
+    register = VirtualRegister(element, trace.register_file(element + 1))
+    if x is not None:
+        register_move(register, x)
+    return register
+
+
+def register_move(dst: VirtualRegister, x) -> None:
+    """dst = x, an integer or another register."""
+    _dma(dst.view(), x.view() if isinstance(x, VirtualRegister) else _constant(x))
+
+
+def _one_element(tensor: View, role: str) -> View:
+    if not isinstance(tensor, View) or tensor.elements() != 1:
+        raise current().error(f"{role} must be a tensor of one element, not {tensor!r}")
+    if tensor.dtype.endswith("_x4"):
+        raise current().error(f"{role}: packed MX data ({tensor.dtype}) cannot be read as a register")
+    return View(tensor.decl, tensor.offset, (1, 1), (1, 1))
+
+
+def register_load(dst: VirtualRegister, src: View) -> None:
+    """dst = the one value of src (HBM or SBUF), converted to int32."""
+    _dma(dst.view(), _one_element(src, "register_load's src"))
+
+
+def register_store(dst: View, src: VirtualRegister) -> None:
+    """The one element of dst (HBM or SBUF) = src's value."""
+    _dma(_one_element(dst, "register_store's dst"), src.view())
+
+
+def _register(value, role: str) -> VirtualRegister:
+    if isinstance(value, VirtualRegister):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise current().error(f"{role} must be an int or a VirtualRegister, not {type(value).__name__}")
+    return register_alloc(value)
+
+
+def _loop(begin_inputs, register: VirtualRegister, step: int):
+    """Emits a loop's begin; returns a function that emits its end (end_inputs) and joins the two."""
+    from .language import _emit
+    trace = current()
+    begin = _emit("loop_begin", "vector", register.view(), [r.view() for r in begin_inputs], None,
+                  coefficients=[step, _FAR])
+    begin_index = len(trace.instructions) - 1
+
+    def close(end_inputs) -> None:
+        _emit("loop_end", "vector", register.view(), [r.view() for r in end_inputs], None,
+              coefficients=[step, begin_index])
+        begin["coefficients"][1] = float(len(trace.instructions) - 1)
+    return close
+
+
+def _counted(lower, upper, step):
+    if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
+        raise current().error(f"a device loop's step must be a positive int known when tracing, not {step!r}")
+    lower, upper = _register(lower, "the loop's lower bound"), _register(upper, "the loop's upper bound")
+    index = register_alloc()
+    return index, _loop((lower, upper), index, step)
+
+
+def fori_loop(lower, upper, body_fun, step: int = 1, **_) -> None:
+    """body_fun(i) for i in range(lower, upper, step), run on the device: bounds ints or registers, the
+    body traced once. i is a register holding the iteration's value."""
+    index, close = _counted(lower, upper, step)
+    body_fun(index)
+    close(())
+
+
+def while_loop(init: VirtualRegister, body_fun) -> None:
+    """r = init; while r != 0: r = body_fun(r), on the device (the body returns the next condition)."""
+    if not isinstance(init, VirtualRegister):
+        raise current().error(f"while_loop's init must be a VirtualRegister, not {type(init).__name__}")
+    condition = register_alloc()
+    register_move(condition, init)
+    close = _loop((condition,), condition, 0)
+    following = body_fun(condition)
+    if not isinstance(following, VirtualRegister):
+        raise current().error("while_loop's body must return the next condition, a VirtualRegister")
+    register_move(condition, following)
+    close((condition,))
+
+
+def dynamic_range(start, stop=None, step: int = 1, **_):
+    """`for i in nl.dynamic_range(...)`: a device loop whose body is the for statement's (traced once)."""
+    if stop is None:
+        start, stop = 0, start
+    index, close = _counted(start, stop, step)
+    yield index
+    close(())
