@@ -420,14 +420,6 @@ void partitionReduce(const Bound& b) {
   });
 }
 
-// A [rows, cols] tile widened into a dense fp32 matrix.
-void widen(const char* base, Dtype type, const Access& access, float* out) {
-  const std::size_t size = byteSize(type);
-  for (int64_t r = 0; r < access.sizes[0]; ++r) {
-    loadRow(base + (access.offset + r * access.strides[0]) * size, access.strides[1] * size, access.sizes[1], type,
-            out + r * access.sizes[1]);
-  }
-}
 
 // A matmul of fewer multiply-adds runs on one thread. Split, each core reads operands the other core's
 // caches hold (the DMAs before it just wrote them), which on the tile unit costs more than the halved
@@ -499,6 +491,14 @@ bool sameView(const Access& a, const Access& b) {
 }  // namespace
 
 void copyView(const Bound& b) { copy(b); }
+
+void widen(const char* base, Dtype type, const Access& access, float* out) {
+  const std::size_t size = byteSize(type);
+  for (int64_t r = 0; r < access.sizes[0]; ++r) {
+    loadRow(base + (access.offset + r * access.strides[0]) * size, access.strides[1] * size, access.sizes[1], type,
+            out + r * access.sizes[1]);
+  }
+}
 
 // nl.device_print: the view's elements, in row-major order, as the tensor holds them.
 void devicePrint(const Bound& b) {

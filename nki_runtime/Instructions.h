@@ -59,6 +59,9 @@ void execute(const Bound& b);
 // dst = src, element by element, converting dtypes (DMA and tensor_copy).
 void copyView(const Bound& b);
 
+// A [rows, cols] view of a tile at `base` widened into a dense fp32 matrix (the matmuls' PSUM accumulation).
+void widen(const char* base, Dtype type, const Access& access, float* out);
+
 // The rows execute() walks: the indices of all but the last axis of the dst (a reduction into one axis: its elements).
 int64_t rowsOf(const Instruction& in);
 

@@ -153,16 +153,13 @@ void matmulMx(const Bound& b) {
   dequantize(b.inputs[0], b.input_types[0], stationary, b.inputs[2], b.in.inputs[2], s);
   dequantize(b.inputs[1], b.input_types[1], moving, b.inputs[3], b.in.inputs[3], m);
   float* out = scratch(2, M * N);
-  const std::size_t size = byteSize(b.dst_type);
-  for (int64_t i = 0; i < M; ++i) {
-    char* row = b.dst + (dst.offset + i * dst.strides[0]) * size;
-    if (b.in.accumulate) {
-      loadRow(row, dst.strides[1] * size, N, b.dst_type, out + i * N);
-    } else {
-      std::fill(out + i * N, out + (i + 1) * N, 0.f);
-    }
+  if (b.in.accumulate) {
+    widen(b.dst, b.dst_type, dst, out);
+  } else {
+    std::fill(out, out + M * N, 0.f);
   }
   multiplyInto(s, m, out, 4 * K, M, N);
+  const std::size_t size = byteSize(b.dst_type);
   for (int64_t i = 0; i < M; ++i) {
     storeRow(out + i * N, N, b.dst + (dst.offset + i * dst.strides[0]) * size, dst.strides[1] * size, b.dst_type);
   }

@@ -470,19 +470,18 @@ class Checker {
     return true;
   }
 
-  void checkMatmul(int i, const Instruction& in) {
-    if (in.inputs.size() != 2 || in.dst.rank != 2 || in.inputs[0].rank != 2 || in.inputs[1].rank != 2) {
-      fail(i, "takes [K, M] stationary and [K, N] moving tiles and writes [M, N]");
-      return;
+  // What nc_matmul and nc_matmul_mx share: stationary [K, M] and moving [K, N] in SBUF (the first two of
+  // `inputs` inputs), dst [M, N] in PSUM, float32 or bfloat16, M and N within the Tensor engine's limits.
+  // False when the tiles are not there to check further.
+  bool checkTileProduct(int i, const Instruction& in, std::size_t inputs, std::string_view layout) {
+    if (in.inputs.size() != inputs || in.dst.rank != 2 || in.inputs[0].rank != 2 || in.inputs[1].rank != 2) {
+      fail(i, layout);
+      return false;
     }
     const Access &stationary = in.inputs[0], &moving = in.inputs[1];
     requireMemory(i, stationary, "stationary", {Memory::kSbuf});
     requireMemory(i, moving, "moving", {Memory::kSbuf});
     requireMemory(i, in.dst, "dst", {Memory::kPsum});
-    if (stationary.sizes[0] != moving.sizes[0]) {
-      fail(i, "the contraction (partition) sizes differ: stationary ", stationary.sizes[0], ", moving ",
-           moving.sizes[0]);
-    }
     if (stationary.sizes[1] > limits_.stationary_free) {
       fail(i, "stationary free size ", stationary.sizes[1], " exceeds ", limits_.stationary_free,
            " (nl.tile_size.gemm_stationary_fmax)");
@@ -495,14 +494,25 @@ class Checker {
       fail(i, "dst is [", in.dst.sizes[0], ", ", in.dst.sizes[1], "], the product is [", stationary.sizes[1], ", ",
            moving.sizes[1], "]");
     }
-    const Dtype s = tensor(stationary).dtype, m = tensor(moving).dtype, d = tensor(in.dst).dtype;
+    const Dtype d = tensor(in.dst).dtype;
+    if (d != Dtype::kFloat32 && d != Dtype::kBFloat16) {
+      fail(i, "accumulates in fp32: dst in PSUM must be float32 (or bfloat16), not ", name(d));
+    }
+    return true;
+  }
+
+  void checkMatmul(int i, const Instruction& in) {
+    if (!checkTileProduct(i, in, 2, "takes [K, M] stationary and [K, N] moving tiles and writes [M, N]")) return;
+    const Access &stationary = in.inputs[0], &moving = in.inputs[1];
+    if (stationary.sizes[0] != moving.sizes[0]) {
+      fail(i, "the contraction (partition) sizes differ: stationary ", stationary.sizes[0], ", moving ",
+           moving.sizes[0]);
+    }
+    const Dtype s = tensor(stationary).dtype, m = tensor(moving).dtype;
     if (!isFloat(s) || !isFloat(m)) {
       fail(i, "the Tensor engine multiplies floating-point tiles, not ", name(isFloat(s) ? m : s));
     } else if (s != m && !(isFp8(s) && isFp8(m))) {
       fail(i, "stationary is ", name(s), " and moving ", name(m), "; both must have one dtype (or both fp8)");
-    }
-    if (d != Dtype::kFloat32 && d != Dtype::kBFloat16) {
-      fail(i, "accumulates in fp32: dst in PSUM must be float32 (or bfloat16), not ", name(d));
     }
   }
 
@@ -563,14 +573,11 @@ class Checker {
 
   void checkMatmulMx(int i, const Instruction& in) {
     if (!requireMicroscaling(i)) return;
-    if (in.inputs.size() != 4 || in.dst.rank != 2 || in.inputs[0].rank != 2 || in.inputs[1].rank != 2) {
-      fail(i, "takes packed [K, M] stationary and [K, N] moving tiles with their scales and writes [M, N]");
+    if (!checkTileProduct(i, in, 4, "takes packed [K, M] stationary and [K, N] moving tiles with their scales "
+                                    "and writes [M, N]")) {
       return;
     }
     const Access &stationary = in.inputs[0], &moving = in.inputs[1];
-    requireMemory(i, stationary, "stationary", {Memory::kSbuf});
-    requireMemory(i, moving, "moving", {Memory::kSbuf});
-    requireMemory(i, in.dst, "dst", {Memory::kPsum});
     for (const Access* data : {&stationary, &moving}) {
       if (!isPacked(tensor(*data).dtype)) {
         fail(i, "multiplies packed MX tiles (float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4), not ",
@@ -582,16 +589,6 @@ class Checker {
            stationary.sizes[0], " and ", moving.sizes[0]);
       return;
     }
-    if (stationary.sizes[1] > limits_.stationary_free || moving.sizes[1] > limits_.moving_free) {
-      fail(i, "stationary free size ", stationary.sizes[1], " and moving ", moving.sizes[1], " exceed ",
-           limits_.stationary_free, " and ", limits_.moving_free, " packed elements");
-    }
-    if (in.dst.sizes[0] != stationary.sizes[1] || in.dst.sizes[1] != moving.sizes[1]) {
-      fail(i, "dst is [", in.dst.sizes[0], ", ", in.dst.sizes[1], "], the product is [", stationary.sizes[1], ", ",
-           moving.sizes[1], "]");
-    }
-    const Dtype d = tensor(in.dst).dtype;
-    if (d != Dtype::kFloat32 && d != Dtype::kBFloat16) fail(i, "dst must be float32 or bfloat16, not ", name(d));
     checkScales(i, in.inputs[2], stationary, "stationary_scale");
     checkScales(i, in.inputs[3], moving, "moving_scale");
   }

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List
 
-from .trace import BYTES
+from .trace import BYTES, REGISTERS
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,7 @@ def predict(encoded: dict, version: int = 3) -> Prediction:
         # The sequencers' work (device loops, register moves) is not costed, and a device loop's body is
         # costed once: its trip count is known only when the kernel runs.
         if opcode in ("loop_begin", "loop_end") or any(
-                names_of[a[0]] == "nki_registers" for a in (dst, *ins["inputs"])):
+                names_of[a[0]] == REGISTERS for a in (dst, *ins["inputs"])):
             continue
         if engine == "dma":
             nbytes = _elements(dst) * BYTES[dtypes[dst[0]]]

@@ -8,9 +8,7 @@ between a loop-begin and a loop-end instruction that the executor follows as jum
 (nki_runtime/ControlFlow.h)."""
 from __future__ import annotations
 
-from typing import Optional
-
-from .trace import NkiError, View, current
+from .trace import View, current
 
 _FAR = 1 << 30  # a placeholder for a loop's other end until it is known
 

@@ -39,6 +39,7 @@ DTYPE_ALIASES = {
     "float8_e5m2_x4": "float8_e5m2_x4", "float8_e4m3fn_x4": "float8_e4m3fn_x4", "float4_e2m1fn_x4": "float4_e2m1fn_x4",
 }
 MAX_AXES = 8  # axes of one access pattern (nki_runtime/Program.h kMaxAxes)
+REGISTERS = "nki_registers"  # the name of the tensor that holds a kernel's virtual registers (device_loops.py)
 FLOATS = ("float32", "tfloat32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2")
 BYTES = {"float32": 4, "tfloat32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "float16": 2, "int16": 2,
          "uint16": 2, "float8_e4m3": 1, "float8_e5m2": 1, "int8": 1, "uint8": 1, "bool": 1,
@@ -457,7 +458,7 @@ class Trace:
     def register_file(self, at_least: int) -> TensorDecl:
         """The virtual registers as one int32 HBM scratch tensor, as long as the registers allocated so far."""
         if self.register_decl is None:
-            self.register_decl = self.new_tensor("private_hbm", "int32", (at_least,), "nki_registers")
+            self.register_decl = self.new_tensor("private_hbm", "int32", (at_least,), REGISTERS)
         if self.register_decl.shape[0] < at_least:
             self.register_decl.shape = (at_least,)
         return self.register_decl
