@@ -98,10 +98,14 @@ class Checker {
   void checkMatmulMx(int i, const Instruction& in);
   void checkQuantizeMx(int i, const Instruction& in);
 
-  // VerifierControlFlow.cpp: device loops and registers.
+  // VerifierControlFlow.cpp: the sequencers' work: device loops, branches, scalar arithmetic.
   // A device loop reads and writes registers: single int32 elements. A counted loop's begin reads its
   // bounds, its end nothing; a while loop's begin and end read its condition.
   void checkLoop(int i, const Instruction& in);
+  void checkScalarAlu(int i, const Instruction& in);
+  void checkBranch(int i, const Instruction& in);
+  // Whether dst and every input are registers.
+  bool onRegisters(const Instruction& in) const;
 
   struct Span {
     int first = -1, last = -1;

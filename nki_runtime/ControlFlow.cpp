@@ -1,5 +1,7 @@
 #include "nki_runtime/ControlFlow.h"
 
+#include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace nki {
@@ -40,9 +42,77 @@ std::vector<LoopSpan> loopSpans(const Program& program, std::string* error) {
   return spans;
 }
 
+std::vector<int32_t> branchTargets(const Program& program, std::string* error) {
+  std::vector<int32_t> targets;
+  const auto size = static_cast<int32_t>(program.instructions.size());
+  for (int32_t i = 0; i < size; ++i) {
+    const Instruction& in = program.instructions[i];
+    if (in.opcode != Opcode::kBranch) continue;
+    const int32_t target = in.coefficients.size() == 1 ? static_cast<int32_t>(in.coefficients[0]) : -1;
+    if (target <= i || target > size) {
+      if (error != nullptr && error->empty()) {
+        *error = "the branch at line " + std::to_string(in.line) + " does not go forward within the kernel";
+      }
+      continue;
+    }
+    targets.push_back(target);
+  }
+  return targets;
+}
+
+bool isScalarAluOp(AluOp op) {
+  switch (op) {
+    case AluOp::kAdd: case AluOp::kSubtract: case AluOp::kMultiply: case AluOp::kDivide: case AluOp::kMod:
+    case AluOp::kMaximum: case AluOp::kMinimum: case AluOp::kEqual: case AluOp::kNotEqual: case AluOp::kGreater:
+    case AluOp::kGreaterEqual: case AluOp::kLess: case AluOp::kLessEqual:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int32_t scalarAlu(AluOp op, int32_t a, int32_t b) {
+  const auto wrap = [](uint32_t bits) { return static_cast<int32_t>(bits); };  // two's complement, as the ALU
+  const auto ua = static_cast<uint32_t>(a), ub = static_cast<uint32_t>(b);
+  const bool overflows = a == std::numeric_limits<int32_t>::min() && b == -1;  // the one quotient past int32
+  switch (op) {
+    case AluOp::kAdd: return wrap(ua + ub);
+    case AluOp::kSubtract: return wrap(ua - ub);
+    case AluOp::kMultiply: return wrap(ua * ub);
+    case AluOp::kDivide:
+    case AluOp::kMod:
+      if (b == 0) throw std::domain_error("scalar_alu: division by zero");
+      if (op == AluOp::kDivide) return overflows ? a : a / b;
+      return overflows ? 0 : a % b;
+    case AluOp::kMaximum: return std::max(a, b);
+    case AluOp::kMinimum: return std::min(a, b);
+    case AluOp::kEqual: return a == b;
+    case AluOp::kNotEqual: return a != b;
+    case AluOp::kGreater: return a > b;
+    case AluOp::kGreaterEqual: return a >= b;
+    case AluOp::kLess: return a < b;
+    case AluOp::kLessEqual: return a <= b;
+    default:
+      throw std::invalid_argument("scalar_alu: the sequencer has no such operator");
+  }
+}
+
+int32_t Sequencer::next(int32_t i, const RegisterAt& reg) {
+  const Instruction& in = program_.instructions[i];
+  switch (in.opcode) {
+    case Opcode::kScalarAlu:
+      *reg(in.dst) = scalarAlu(in.op0, *reg(in.inputs[0]), *reg(in.inputs[1]));
+      return i + 1;
+    case Opcode::kBranch:
+      return in.inputs.empty() || *reg(in.inputs[0]) == 0 ? static_cast<int32_t>(in.coefficients[0]) : i + 1;
+    default:
+      return loop(i, reg);
+  }
+}
+
 // A counted loop (step > 0): inputs lower and upper at its begin, its register (dst) takes each value.
 // A while loop (step 0): it repeats while its register (dst, inputs[0]) is not zero.
-int32_t LoopRunner::next(int32_t i, const RegisterAt& reg) {
+int32_t Sequencer::loop(int32_t i, const RegisterAt& reg) {
   const Instruction& in = program_.instructions[i];
   const auto step = static_cast<int64_t>(in.coefficients[0]);
   const auto other = static_cast<int32_t>(in.coefficients[1]);  // the begin's end, the end's begin

@@ -1,7 +1,9 @@
-// Loops that run on the device (nl.fori_loop, nl.while_loop, nl.dynamic_range) and access patterns offset by
-// a register (`.ap(scalar_offset=...)`). A register is an int32 element of a tensor of the program (loaded,
-// stored and moved by DMA); a loop is a kLoopBegin ... kLoopEnd pair around one traced copy of its body,
-// which the executor follows as jumps.
+// What the engines' sequencers do besides issuing instructions: loops that run on the device
+// (nl.fori_loop, nl.while_loop, nl.dynamic_range), branches (nl.if_else), scalar arithmetic on registers
+// (nisa.scalar_alu, NkiScalar) and access patterns offset by a register (`.ap(scalar_offset=...)`).
+// A register is an int32 element of a tensor of the program (loaded, stored and moved by DMA); a loop is a
+// kLoopBegin ... kLoopEnd pair around one traced copy of its body, a branch a forward jump, and the
+// executor follows both.
 #pragma once
 
 #include <cstdint>
@@ -21,21 +23,38 @@ struct LoopSpan {
 // The program's loops in the order of their begins, or an error naming what does not pair up.
 std::vector<LoopSpan> loopSpans(const Program& program, std::string* error = nullptr);
 
+// Where each kBranch goes, forward within the program (at most its end), in program order; an error names
+// a branch that goes elsewhere.
+std::vector<int32_t> branchTargets(const Program& program, std::string* error = nullptr);
+
+// a op b on 32-bit registers, as nisa.scalar_alu: sums and products wrap, division rounds toward zero, the
+// remainder (kMod) takes a's sign, a comparison gives 1 or 0. Division by zero is a std::domain_error,
+// an operator the sequencer lacks a std::invalid_argument.
+int32_t scalarAlu(AluOp op, int32_t a, int32_t b);
+bool isScalarAluOp(AluOp op);
+
 // Where a register lives in host memory, given the one-element view of it.
 using RegisterAt = std::function<int32_t*(const Access&)>;
 
-// A run's loop counters, one per kLoopBegin.
-class LoopRunner {
+// A run's sequencer: its loop counters (one per kLoopBegin), its branches and its scalar arithmetic.
+class Sequencer {
  public:
-  explicit LoopRunner(const Program& program) : program_(program), counters_(program.instructions.size()) {}
+  explicit Sequencer(const Program& program) : program_(program), counters_(program.instructions.size()) {}
 
-  // The instruction that runs after loop instruction i. A loop that repeats more than kMaxIterations
-  // times in one run is an error (std::runtime_error), not a hang.
+  static bool runs(Opcode opcode) {
+    return opcode == Opcode::kLoopBegin || opcode == Opcode::kLoopEnd || opcode == Opcode::kScalarAlu ||
+           opcode == Opcode::kBranch;
+  }
+
+  // Runs sequencer instruction i; returns the instruction that runs next. A loop that repeats more than
+  // kMaxIterations times in one run is an error (std::runtime_error), not a hang.
   int32_t next(int32_t i, const RegisterAt& reg);
 
   static constexpr int64_t kMaxIterations = int64_t{1} << 24;
 
  private:
+  int32_t loop(int32_t i, const RegisterAt& reg);
+
   struct Counter {
     int64_t value = 0, upper = 0, iterations = 0;
   };

@@ -54,6 +54,10 @@ bool usesGenerators(Opcode opcode) {
 
 Executor::Executor(Program program) : program_(std::move(program)) {
   const auto& instructions = program_.instructions;
+  std::string control_error;
+  loopSpans(program_, &control_error);
+  branchTargets(program_, &control_error);
+  if (!control_error.empty()) throw std::invalid_argument("nki: kernel '" + program_.kernel + "': " + control_error);
   for (const Instruction& in : instructions) {
     rows_independent_.push_back(rowsIndependent(program_, in));
     bypass_caches_.push_back(bypassesCaches(program_, in));
@@ -93,6 +97,10 @@ Executor::Executor(Program program) : program_(std::move(program)) {
   }
   plans_.resize(count);
   fresh_before_.resize(instructions.size());
+  born_at_.resize(instructions.size());
+  for (std::size_t t = 0; t < count; ++t) {
+    if (first_instruction[t] >= 0 && program_.tensors[t].argument < 0) born_at_[first_instruction[t]].push_back(t);
+  }
   // Arena offsets by lifetime, first fit over the free ranges.
   std::vector<std::pair<int, int32_t>> events;  // (instruction * 2 + 1 for birth / * 2 + 2 after death, tensor)
   for (std::size_t t = 0; t < count; ++t) {
@@ -161,7 +169,7 @@ void Executor::run(const std::vector<void*>& hbm, uint64_t seed, const Printer* 
   const bool streams = !streams_.empty() && argumentsApart(hbm);
   std::unique_ptr<EngineGenerators> random = uses_random_ ? std::make_unique<EngineGenerators>(seed) : nullptr;
   const auto& instructions = program_.instructions;
-  LoopRunner loops(program_);
+  Sequencer sequencer(program_);
   const RegisterAt reg = [&](const Access& a) {
     return reinterpret_cast<int32_t*>(base(hbm, arena, a.tensor)) + a.offset;
   };
@@ -171,8 +179,22 @@ void Executor::run(const std::vector<void*>& hbm, uint64_t seed, const Printer* 
       fillSentinel(base(hbm, arena, t), info.elements() * byteSize(info.dtype), info.dtype);
     }
     const Instruction& in = instructions[i];
-    if (in.opcode == Opcode::kLoopBegin || in.opcode == Opcode::kLoopEnd) {
-      i = loops.next(i, reg);
+    if (Sequencer::runs(in.opcode)) {
+      int32_t next = 0;
+      try {
+        next = sequencer.next(i, reg);
+      } catch (const std::domain_error& error) {
+        throw std::domain_error("kernel '" + program_.kernel + "', line " + std::to_string(in.line) + ": " +
+                                error.what());
+      }
+      // What a skipped branch or loop body would have created reads as fresh memory after it.
+      for (int32_t k = i + 1; k < next; ++k) {
+        for (int32_t t : born_at_[k]) {
+          const TensorInfo& info = program_.tensors[t];
+          fillSentinel(base(hbm, arena, t), info.elements() * byteSize(info.dtype), info.dtype);
+        }
+      }
+      i = next;
       continue;
     }
     if (streams && stream_at_[i] >= 0) {

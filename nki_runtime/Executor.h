@@ -42,6 +42,7 @@ class Executor {
   Program program_;
   std::vector<Plan> plans_;
   std::vector<std::vector<int32_t>> fresh_before_;  // per instruction: tensors to fill first (a stream's at its first)
+  std::vector<std::vector<int32_t>> born_at_;        // per instruction: the kernel's tensors it first touches
   std::vector<uint8_t> rows_independent_;            // per instruction: its rows may run on several threads
   std::vector<uint8_t> bypass_caches_;               // per instruction: Bound::streaming_stores
   std::vector<PartitionStream> streams_;             // runs replayed a few partitions at a time

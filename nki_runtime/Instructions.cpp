@@ -659,8 +659,10 @@ void execute(const Bound& b) {
     case Opcode::kDmaCompute:
       dmaCompute(b);
       break;
-    case Opcode::kLoopBegin:  // the executor's jumps (ControlFlow.h), not work on memory
+    case Opcode::kLoopBegin:  // the sequencer's (ControlFlow.h), not work on the engines' memory
     case Opcode::kLoopEnd:
+    case Opcode::kScalarAlu:
+    case Opcode::kBranch:
       break;
     case Opcode::kGather:
       gatherInPartitions(b);
@@ -719,6 +721,8 @@ bool rowsIndependent(const Program& program, const Instruction& in) {
     case Opcode::kDmaCompute:  // sums all rows before it writes one
     case Opcode::kLoopBegin:
     case Opcode::kLoopEnd:
+    case Opcode::kScalarAlu:
+    case Opcode::kBranch:
     case Opcode::kGather:  // reads anywhere in its partition
     case Opcode::kBnStats:
     case Opcode::kBnAggr:

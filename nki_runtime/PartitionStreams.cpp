@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "nki_runtime/ControlFlow.h"
 #include "nki_runtime/Instructions.h"
 
 namespace nki {
@@ -82,6 +83,8 @@ std::vector<PartitionStream> planPartitionStreams(const Program& program, const 
   const auto& instructions = program.instructions;
   PartitionStream open;
   std::vector<const Instruction*> members;
+  std::vector<uint8_t> branched_to(instructions.size() + 1, 0);  // a stream starts where a branch lands
+  for (int32_t target : branchTargets(program)) branched_to[target] = 1;
   const auto close = [&] {
     if (open.count >= 2) streams.push_back(open);
     open = PartitionStream{};
@@ -90,7 +93,7 @@ std::vector<PartitionStream> planPartitionStreams(const Program& program, const 
   for (int32_t i = 0; i < static_cast<int32_t>(instructions.size()); ++i) {
     const Instruction& in = instructions[i];
     const int64_t partitions = streamPartitions(program, in, rows_independent[i] != 0);
-    const bool joins = partitions > 0 && open.count > 0 && partitions == open.partitions &&
+    const bool joins = partitions > 0 && open.count > 0 && !branched_to[i] && partitions == open.partitions &&
                        in.loops == instructions[open.first].loops && hbmApart(program, members, in);
     if (!joins) {
       close();

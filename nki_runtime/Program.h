@@ -63,6 +63,10 @@ enum class Opcode : uint8_t {
   // register that takes each value. While (step 0): it repeats while inputs[0] (a register) is not zero.
   kLoopBegin,
   kLoopEnd,
+  // The sequencers' scalar work on registers (ControlFlow.h):
+  kScalarAlu,  // dst = inputs[0] op0 inputs[1] (nisa.scalar_alu): int32, wrapping; division toward zero
+  kBranch,     // go on at instruction coefficients[0], further on, when inputs is empty or inputs[0] is zero
+               // (nl.if_else); dst names a register, unwritten
 };
 
 enum class AluOp : uint8_t {

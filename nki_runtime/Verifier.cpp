@@ -26,7 +26,8 @@ std::string_view opcodeName(Opcode opcode) {
       "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr", "tensor_partition_reduce",
       "affine_select", "nc_match_replace8", "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather",
       "rng", "rand2", "dropout", "rand_set_state", "rand_get_state", "set_rng_seed", "device_print",
-      "sequence_bounds", "local_gather", "quantize_mx", "quantize_mx", "nc_matmul_mx", "dma_compute", "loop_begin", "loop_end"};
+      "sequence_bounds", "local_gather", "quantize_mx", "quantize_mx", "nc_matmul_mx", "dma_compute", "loop_begin", "loop_end",
+      "scalar_alu", "branch"};
   return kNames[static_cast<int>(opcode)];
 }
 
@@ -86,9 +87,10 @@ bool mayOverlap(const Access& a, const Access& b, const TensorInfo& tensor) {
 
 std::vector<Violation> Checker::run() {
   checkTensors();
-  std::string loop_error;
-  loops_ = loopSpans(program_, &loop_error);
-  if (!loop_error.empty()) fail(-1, loop_error);
+  std::string control_error;
+  loops_ = loopSpans(program_, &control_error);
+  branchTargets(program_, &control_error);
+  if (!control_error.empty()) fail(-1, control_error);
   for (std::size_t i = 0; i < program_.instructions.size(); ++i) checkInstruction(static_cast<int>(i));
   if (violations_.empty()) checkCapacity();
   if (violations_.empty()) checkAffineIterations();
@@ -230,6 +232,10 @@ void Checker::checkInstruction(int i) {
     case Opcode::kLoopBegin:
     case Opcode::kLoopEnd:
       return checkLoop(i, in);
+    case Opcode::kScalarAlu:
+      return checkScalarAlu(i, in);
+    case Opcode::kBranch:
+      return checkBranch(i, in);
     case Opcode::kMatmul:
       return checkMatmul(i, in);
     case Opcode::kMatmulMx:

@@ -2,13 +2,44 @@
 
 namespace nki {
 
+bool Checker::onRegisters(const Instruction& in) const {
+  const auto is_register = [&](const Access& a) { return a.elements() == 1 && tensor(a).dtype == Dtype::kInt32; };
+  bool ok = is_register(in.dst);
+  for (const Access& input : in.inputs) ok = ok && is_register(input);
+  return ok;
+}
+
 void Checker::checkLoop(int i, const Instruction& in) {
   const bool counted = !in.coefficients.empty() && in.coefficients[0] > 0;
   const std::size_t expected = !counted ? 1 : in.opcode == Opcode::kLoopBegin ? 2 : 0;
-  const auto is_register = [&](const Access& a) { return a.elements() == 1 && tensor(a).dtype == Dtype::kInt32; };
-  bool ok = in.inputs.size() == expected && is_register(in.dst);
-  for (const Access& input : in.inputs) ok = ok && is_register(input);
-  if (!ok) fail(i, "a device loop's bounds, counter and condition are registers (one int32 each)");
+  if (in.inputs.size() != expected || !onRegisters(in)) {
+    fail(i, "a device loop's bounds, counter and condition are registers (one int32 each)");
+  }
+}
+
+void Checker::checkScalarAlu(int i, const Instruction& in) {
+  if (in.inputs.size() != 2 || !onRegisters(in)) fail(i, "computes a register from two registers (one int32 each)");
+  if (!isScalarAluOp(in.op0)) {
+    fail(i, "the sequencers add, subtract, multiply, divide, take remainders (fmod), maxima, minima and ",
+         "comparisons of int32 scalars; no other operator");
+  }
+}
+
+// A branch tests one register (or none: it always jumps) and lands further on, in the device loop it
+// leaves from: a jump into or out of a loop's body would leave its counter behind.
+void Checker::checkBranch(int i, const Instruction& in) {
+  if (in.inputs.size() > 1 || !onRegisters(in)) fail(i, "a branch tests at most one register (one int32)");
+  if (in.coefficients.size() != 1) return;  // branchTargets named it
+  const auto target = static_cast<int32_t>(in.coefficients[0]);
+  for (const LoopSpan& loop : loops_) {
+    const bool from_body = loop.begin < i && i < loop.end;
+    const bool into_body = loop.begin < target && target <= loop.end;
+    if (from_body != into_body) {
+      fail(i, "jumps ", from_body ? "out of" : "into", " the body of the device loop at line ",
+           program_.instructions[loop.begin].line);
+      return;
+    }
+  }
 }
 
 }  // namespace nki

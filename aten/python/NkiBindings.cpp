@@ -169,7 +169,7 @@ py::dict codes() {
                          "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather", "rng",
                          "rand2", "dropout", "rand_set_state", "rand_get_state", "set_rng_seed",
                          "device_print", "sequence_bounds", "local_gather", "quantize_mx_scales", "quantize_mx",
-                         "nc_matmul_mx", "dma_compute", "loop_begin", "loop_end"});
+                         "nc_matmul_mx", "dma_compute", "loop_begin", "loop_end", "scalar_alu", "branch"});
   all["alu"] = names({"bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod",
                       "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
                       "logical_or", "logical_xor", "abs_max"});

@@ -194,9 +194,10 @@ def predict(encoded: dict, version: int = 3) -> Prediction:
         dst = ins["dst"]
         if opcode == "device_print":  # a debugging aid, not part of the kernel's work
             continue
-        # The sequencers' work (device loops, register moves) is not costed, and a device loop's body is
-        # costed once: its trip count is known only when the kernel runs.
-        if opcode in ("loop_begin", "loop_end") or any(
+        # The sequencers' work (device loops, branches, scalar arithmetic, register moves) is not costed; a
+        # device loop's body is costed once (its trip count is known only when the kernel runs) and both
+        # sides of a branch are costed.
+        if opcode in ("loop_begin", "loop_end", "branch", "scalar_alu") or any(
                 names_of[a[0]] == REGISTERS for a in (dst, *ins["inputs"])):
             continue
         if engine == "dma":

@@ -1,11 +1,12 @@
-"""Values and loops that exist only on the device: virtual registers (nisa.register_alloc, _move, _load,
-_store), loops whose bounds or condition are registers (nl.fori_loop, nl.while_loop, nl.dynamic_range)
-and views offset by a register (`tensor.ap(..., scalar_offset=register)`).
+"""Values and control flow that exist only on the device: virtual registers (nisa.register_alloc, _move,
+_load, _store), loops whose bounds or condition are registers (nl.fori_loop, nl.while_loop,
+nl.dynamic_range), branches on a register (nl.if_else) and views offset by a register
+(`tensor.ap(..., scalar_offset=register)`). Scalars computed from registers: device_scalars.py.
 
 A register is an int32 element of a hidden HBM scratch tensor of the kernel: moving, loading and storing
 one are DMA copies (the verifier and the cost model see them as such). A loop's body is traced once,
-between a loop-begin and a loop-end instruction that the executor follows as jumps
-(nki_runtime/ControlFlow.h)."""
+between a loop-begin and a loop-end instruction; a branch's sides are traced once each, after a forward
+branch; the executor follows both (nki_runtime/ControlFlow.h)."""
 from __future__ import annotations
 
 from .trace import View, current
@@ -46,10 +47,15 @@ def _dma(dst: View, src: View) -> None:
     _emit("dma_copy", "dma", dst, (src,), None)
 
 
-def register_alloc(x=None) -> VirtualRegister:
+def new_register(kind=VirtualRegister):
+    """A register of the kernel's register file, as a VirtualRegister or an NkiScalar (`kind`)."""
     trace = current()
     element = trace.new_register()
-    register = VirtualRegister(element, trace.register_file(element + 1))
+    return kind(element, trace.register_file(element + 1))
+
+
+def register_alloc(x=None) -> VirtualRegister:
+    register = new_register()
     if x is not None:
         register_move(register, x)
     return register
@@ -104,14 +110,18 @@ def _loop(begin_inputs, register: VirtualRegister, step: int):
 def _counted(lower, upper, step):
     if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
         raise current().error(f"a device loop's step must be a positive int known when tracing, not {step!r}")
+    # As AWS's: the index is a VirtualRegister when a bound is one, else an NkiScalar (scalar arithmetic).
+    from .device_scalars import NkiScalar
+    kind = VirtualRegister if type(lower) is VirtualRegister or type(upper) is VirtualRegister else NkiScalar
     lower, upper = _register(lower, "the loop's lower bound"), _register(upper, "the loop's upper bound")
-    index = register_alloc()
+    index = new_register(kind)
     return index, _loop((lower, upper), index, step)
 
 
 def fori_loop(lower, upper, body_fun, step: int = 1, **_) -> None:
-    """body_fun(i) for i in range(lower, upper, step), run on the device: bounds ints or registers, the
-    body traced once. i is a register holding the iteration's value."""
+    """body_fun(i) for i in range(lower, upper, step), run on the device: bounds ints, registers or
+    NkiScalars, the body traced once. i holds the iteration's value: an NkiScalar, or a VirtualRegister
+    when a bound is one."""
     index, close = _counted(lower, upper, step)
     body_fun(index)
     close(())
@@ -138,3 +148,28 @@ def dynamic_range(start, stop=None, step: int = 1, **_):
     index, close = _counted(start, stop, step)
     yield index
     close(())
+
+
+def if_else(cond, then_fn, else_fn=None) -> None:
+    """then_fn() when cond is nonzero, else else_fn() (if given). A Python bool or int picks a side now; a
+    register or NkiScalar (a comparison such as `scalar_load(t) > 0`) branches on the device, each side
+    traced once."""
+    if not isinstance(cond, VirtualRegister):
+        if not isinstance(cond, int):
+            raise current().error(f"if_else's condition must be a bool, an int, an NkiScalar or a "
+                                  f"VirtualRegister, not {type(cond).__name__}")
+        chosen = then_fn if cond else else_fn
+        if chosen is not None:
+            chosen()
+        return
+    from .language import _emit
+    trace = current()
+    to_else = _emit("branch", "vector", cond.view(), [cond.view()], None, coefficients=[_FAR])
+    then_fn()
+    if else_fn is None:
+        to_else["coefficients"][0] = float(len(trace.instructions))
+        return
+    to_end = _emit("branch", "vector", cond.view(), [], None, coefficients=[_FAR])
+    to_else["coefficients"][0] = float(len(trace.instructions))
+    else_fn()
+    to_end["coefficients"][0] = float(len(trace.instructions))

@@ -9,6 +9,7 @@ from . import language as nl
 from .language import _broadcast, _emit, _operand, _reduce_axes
 from .device_loops import (VirtualRegister, register_alloc, register_load, register_move,  # noqa: F401
                            register_store)
+from .device_scalars import NkiScalar, scalar_alu, scalar_load, scalar_store  # noqa: F401
 from .isa_random import dropout, rand2, rand_get_state, rand_set_state, rng, set_rng_seed  # noqa: F401
 from .trace import View, current
 

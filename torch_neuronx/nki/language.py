@@ -11,7 +11,7 @@ import builtins
 from typing import Optional, Sequence
 
 from . import indexing
-from .device_loops import dynamic_range, fori_loop, while_loop  # noqa: F401
+from .device_loops import dynamic_range, fori_loop, if_else, while_loop  # noqa: F401
 from .indexing import DynSlice, IndexExpr, MGrid, apply_mask, check_bounds
 from .trace import BYTES, FLOATS, NkiError, View, _product, current, dtype_name, promote
 
@@ -478,6 +478,7 @@ equal, not_equal, greater, greater_equal = _binary("equal"), _binary("not_equal"
 less, less_equal = _binary("less"), _binary("less_equal")
 logical_and, logical_or, logical_xor = _binary("logical_and"), _binary("logical_or"), _binary("logical_xor")
 abs_max = _binary("abs_max")
+fmod = _binary("mod")  # the remainder with x's sign (C's fmod)
 
 exp, log, tanh, sigmoid, relu = _unary("exp"), _unary("log"), _unary("tanh"), _unary("sigmoid"), _unary("relu")
 gelu, gelu_apprx_tanh, silu = _unary("gelu"), _unary("gelu_apprx_tanh"), _unary("silu")
