@@ -7,11 +7,11 @@ instruction program (trace.py), checked against the NeuronCore's limits and
 replayed by C++ (nki_runtime/). Where AWS's packages are not installed, the
 import names `nki` and `neuronxcc.nki` resolve here (aliases.py).
 """
-from . import isa, language  # noqa: F401
+from . import isa, language, lnc  # noqa: F401
 from .kernel import Kernel, baremetal, benchmark, jit, simulate, simulate_kernel  # noqa: F401
 from .trace import NkiError  # noqa: F401
 
 # The type of nl.float32, nl.int32, ...: the dtype names (kernels annotate with it: `index_dtype: nki.dtype`).
 dtype = str
 
-__all__ = ["jit", "language", "isa", "simulate", "simulate_kernel", "baremetal", "benchmark", "Kernel", "NkiError"]
+__all__ = ["jit", "language", "isa", "lnc", "simulate", "simulate_kernel", "baremetal", "benchmark", "Kernel", "NkiError"]

@@ -99,8 +99,10 @@ def _loop(begin_inputs, register: VirtualRegister, step: int):
     begin = _emit("loop_begin", "vector", register.view(), [r.view() for r in begin_inputs], None,
                   coefficients=[step, _FAR])
     begin_index = len(trace.instructions) - 1
+    trace.sequencer_depth += 1
 
     def close(end_inputs) -> None:
+        trace.sequencer_depth -= 1
         _emit("loop_end", "vector", register.view(), [r.view() for r in end_inputs], None,
               coefficients=[step, begin_index])
         begin["coefficients"][1] = float(len(trace.instructions) - 1)
@@ -165,11 +167,12 @@ def if_else(cond, then_fn, else_fn=None) -> None:
     from .language import _emit
     trace = current()
     to_else = _emit("branch", "vector", cond.view(), [cond.view()], None, coefficients=[_FAR])
+    trace.sequencer_depth += 1
     then_fn()
-    if else_fn is None:
+    if else_fn is not None:
+        to_end = _emit("branch", "vector", cond.view(), [], None, coefficients=[_FAR])
         to_else["coefficients"][0] = float(len(trace.instructions))
-        return
-    to_end = _emit("branch", "vector", cond.view(), [], None, coefficients=[_FAR])
+        else_fn()
+        to_else = to_end
+    trace.sequencer_depth -= 1
     to_else["coefficients"][0] = float(len(trace.instructions))
-    else_fn()
-    to_end["coefficients"][0] = float(len(trace.instructions))

@@ -3,9 +3,10 @@ destination first, returning nothing."""
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Optional
 
-from . import language as nl
+from . import language as nl, lnc
 from .language import _broadcast, _emit, _operand, _reduce_axes
 from .device_loops import (VirtualRegister, register_alloc, register_load, register_move,  # noqa: F401
                            register_store)
@@ -754,13 +755,14 @@ def nc_matmul_mx(dst: View, stationary: View, moving: View, stationary_scale: Vi
           accumulate=bool(accumulate))
 
 
-# Instructions of AWS's current ISA that this emulator does not run yet (docs/nki.md): named, so that a
-# kernel using one fails on the name rather than on a bare missing attribute.
-_NOT_EMULATED = {"core_barrier", "sendrecv"}
+def _deprecated_lnc(name: str):
+    """nki.isa's name of an nki.lnc call: AWS keeps it as a wrapper that warns."""
+    def wrapper(*args, pipe_id=None, **kwargs):
+        warnings.warn(f"nki.isa.{name} is deprecated: use nki.lnc.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(lnc, name)(*args, **kwargs)
+    wrapper.__name__ = name
+    return wrapper
 
 
-def __getattr__(name: str):
-    if name in _NOT_EMULATED:
-        raise AttributeError(f"nki.isa.{name} is an instruction of AWS's NKI that torch_neuronx does not emulate "
-                             "yet (docs/nki.md lists them)", name=name)
-    raise AttributeError(f"module 'nki.isa' has no attribute {name!r}", name=name)
+sendrecv, sendrecv_compute, core_barrier = (_deprecated_lnc(n) for n in ("sendrecv", "sendrecv_compute",
+                                                                         "core_barrier"))

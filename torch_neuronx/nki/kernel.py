@@ -16,6 +16,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import torch
 
+from . import lnc
 from .trace import NkiError, Trace, View, _product, dtype_name
 
 _TORCH_DTYPES = {
@@ -218,6 +219,7 @@ class Kernel:
                 trace.start_instance(index, program_id)
                 returned = fn(*call_args, **call_kwargs)
                 result = returned if index == 0 else result
+            lnc.interleave(trace)
         outputs = [(d.argument, d.shape, d.dtype) for d in trace.shared]
         constants = [(decl.argument, values) for decl, values in trace.constants.values()]
         return trace.encoded(), outputs, _returns(result, trace), constants

@@ -362,6 +362,8 @@ class Trace:
         self.register_decl: Optional[TensorDecl] = None
         self.next_var = 0
         self.psum_written: Dict[int, List[Tuple[int, int]]] = {}
+        self.sequencer_depth = 0  # device loops and nl.if_else sides being traced around the current call
+        self.collectives: list = []  # nki.lnc calls, as lnc.py records them
 
     def __enter__(self):
         if getattr(_state, "trace", None) is not None:
