@@ -100,8 +100,12 @@ class Bound:
         self.size, self.const, self.terms, self.dim = size, const, terms, dim
 
 
-class View:
-    """A strided view of a kernel tensor: what NKI calls a tensor or a tile.
+from .views import TensorViews  # noqa: E402 - it reads this module's names as it runs, not as it loads
+
+
+class View(TensorViews):
+    """A strided view of a kernel tensor: what NKI calls a tensor or a tile (AWS's NkiTensor; its view
+    methods are in views.py).
 
     An on-chip tile declared with `nl.par_dim` after leading block axes
     ([blocks, par_dim(128), free]) is stored partition first, as the hardware
