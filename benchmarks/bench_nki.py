@@ -6,6 +6,9 @@
   LlamaRMSNorm on neuron (target >= 1.3x its speed, i.e. <= 0.77x its time);
 - replay overhead: a kernel of 4,000 one-element instructions, time per
   instruction (target <= 2 us);
+- microscaling (NeuronCore-v4, no target): one fp8x4 nc_matmul_mx [128, 128] x [128, 512] against torch's
+  fp32 product of the same values dequantized, and quantize_mx of a [128, 2048] bf16 tile against torch's
+  cast of it to fp8;
 - the same matmul as an AVX2-only CPU (AMD Zen 3) runs it, in a child process
   with the NKI executor and torch lowered to that kind (env/cpu_kinds.py):
   torch's bf16 GEMM then leaves oneDNN (ATen's mkldnn_bf16_device_check asks
@@ -33,6 +36,7 @@ import nki.language as nl  # noqa: E402
 # RMSNorm the project ships in the kernels layout.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from nki_kernels import matmul_tiled as matmul_bf16  # noqa: E402
+import nki_mx_kernels as mx  # noqa: E402
 
 from torch_neuronx.nki import hub  # noqa: E402
 
@@ -66,6 +70,45 @@ def matmul_times(torch_reps: int) -> dict:
     t.update(common.time_interleaved({"torch": lambda: torch.matmul(lhs, rhs)}, devices={"torch": NEURON},
                                      warmup=0 if torch_reps == 1 else 1, reps=torch_reps))
     return t
+
+
+def mx_rows() -> list[Row]:
+    torch.manual_seed(0)
+    K, M, N = 128, 128, 512
+
+    def packed(columns):  # random finite e4m3 values, four to a uint32
+        values = ((torch.rand(K, 4 * columns) * 2 - 1) * 400).to(torch.float8_e4m3fn)
+        return values.view(torch.uint8).view(torch.uint32)
+
+    s, m = packed(M), packed(N)
+    s_scales, m_scales = (torch.randint(117, 130, (K // 8, n), dtype=torch.uint8) for n in (M, N))
+    args = [t.to(NEURON) for t in (s, s_scales, m, m_scales)]
+
+    def dequantized(data, scales, columns):
+        """Row 4k + j: value j of partition k's elements, times its group's scale (as nc_matmul_mx reads)."""
+        values = data.view(torch.uint8).view(torch.float8_e4m3fn).float().reshape(K, columns, 4)
+        factors = torch.pow(2.0, scales.float() - 127).repeat_interleave(8, dim=0)[:, :, None]
+        return (values * factors).permute(0, 2, 1).reshape(4 * K, columns).to(NEURON)
+    a, b = dequantized(s, s_scales, M), dequantized(m, m_scales, N)
+
+    def kernel():
+        return mx.matmul_mx(*args, nl.float8_e4m3fn_x4, nl.float8_e4m3fn_x4, 1)
+
+    want = (a.T @ b).cpu()  # both sum 512 products in fp32, in different orders
+    torch.testing.assert_close(kernel().cpu(), want, rtol=1e-5, atol=1e-5 * float(want.abs().max()))
+    t = common.time_interleaved({"torch": lambda: a.T @ b, "nki": kernel}, devices={"torch": NEURON, "nki": NEURON},
+                                reps=common.repeats(5))
+    rows = [Row("NKI MX matmul fp8x4 [128, 128] x [128, 512] (torch's fp32 matmul of the dequantized values on "
+                "neuron as reference)", fmt_time(t["torch"]), fmt_time(t["nki"]), t["nki"] / t["torch"], "time",
+                None, noise=common.ratio_noise(t["torch"], t["nki"]))]
+    x = torch.randn(128, 2048, dtype=torch.bfloat16, device=NEURON)
+    t = common.time_interleaved({"torch": lambda: x.to(torch.float8_e4m3fn),
+                                 "nki": lambda: mx.quantize_mx(x, nl.float8_e4m3fn_x4)},
+                                devices={"torch": NEURON, "nki": NEURON}, reps=common.repeats(5))
+    rows.append(Row("NKI quantize_mx [128, 2048] bf16 to fp8x4 with scales (torch's cast to fp8 on neuron as "
+                    "reference)", fmt_time(t["torch"]), fmt_time(t["nki"]), t["nki"] / t["torch"], "time", None,
+                    noise=common.ratio_noise(t["torch"], t["nki"])))
+    return rows
 
 
 def _avx2_child() -> None:
@@ -118,7 +161,7 @@ def run() -> list[Row]:
     per = (t["many"] - t["one"]) / (count - 1)
     rows.append(Row("NKI replay overhead per one-element instruction (4,000 of them)", "-", fmt_time(per),
                     per / 2e-6, "time", 1.0, note="ratio = time per instruction / the 2 us target"))
-    return rows + avx2_matmul_row()
+    return rows + mx_rows() + avx2_matmul_row()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #include "nki_runtime/Dtype.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -34,39 +35,33 @@ uint16_t toBFloat16(float value) {
   return static_cast<uint16_t>(bitsOf(roundMantissa(value, 7)) >> 16);
 }
 
-// A small float of `exponent_bits` and `mantissa_bits`; `max_finite` saturates the fn variant.
+// A small float of kExponentBits and kMantissaBits (bias 2^(kExponentBits - 1) - 1), rounded to nearest
+// even from the fp32 bits. Past max_finite: infinity, or max_finite where the format has none (the fn
+// variants saturate, as the hardware's conversion does).
 template <int kExponentBits, int kMantissaBits>
 uint32_t encodeSmallFloat(float value, bool has_infinity, float max_finite) {
-  const uint32_t sign = std::signbit(value) ? 1u : 0u;
-  const int total = 1 + kExponentBits + kMantissaBits;
-  const uint32_t sign_bit = sign << (total - 1);
-  const int bias = (1 << (kExponentBits - 1)) - 1;
-  if (std::isnan(value)) return has_infinity ? (sign_bit | (((1u << kExponentBits) - 1) << kMantissaBits) | 1u)
-                                             : (sign_bit | ((1u << (total - 1)) - 1));
-  float magnitude = std::fabs(value);
-  if (magnitude > max_finite) {
-    if (has_infinity) return sign_bit | (((1u << kExponentBits) - 1) << kMantissaBits);
-    magnitude = max_finite;  // saturate, as the hardware's fn conversion does
+  constexpr int kTotal = 1 + kExponentBits + kMantissaBits;
+  constexpr int kBias = (1 << (kExponentBits - 1)) - 1;
+  constexpr int kDropped = 23 - kMantissaBits;
+  constexpr uint32_t kTopExponent = (1u << kExponentBits) - 1;
+  const uint32_t bits = bitsOf(value);
+  const uint32_t sign_bit = (bits >> 31) << (kTotal - 1);
+  uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) {  // NaN
+    return has_infinity ? (sign_bit | (kTopExponent << kMantissaBits) | 1u) : (sign_bit | ((1u << (kTotal - 1)) - 1));
   }
-  if (magnitude == 0.f) return sign_bit;
-  int exponent;
-  std::frexp(magnitude, &exponent);  // magnitude = m * 2^exponent, m in [0.5, 1)
-  int biased = exponent - 1 + bias;
-  float quantum;  // the value of one unit of the last mantissa bit
-  if (biased <= 0) {
-    biased = 0;
-    quantum = std::ldexp(1.f, 1 - bias - kMantissaBits);
-  } else {
-    quantum = std::ldexp(1.f, exponent - 1 - kMantissaBits);
+  if (magnitude > bitsOf(max_finite)) {
+    if (has_infinity) return sign_bit | (kTopExponent << kMantissaBits);
+    magnitude = bitsOf(max_finite);
   }
-  const float units = std::nearbyint(magnitude / quantum);  // round half to even (default mode)
-  uint32_t code;
-  if (biased == 0) {
-    code = static_cast<uint32_t>(units);  // subnormal; may round up into the first normal
-  } else {
-    code = (static_cast<uint32_t>(biased) << kMantissaBits) + static_cast<uint32_t>(units) - (1u << kMantissaBits);
+  constexpr uint32_t kSmallestNormal = static_cast<uint32_t>(127 + 1 - kBias) << 23;
+  if (magnitude < kSmallestNormal) {  // subnormal: whole units of 2^(1 - kBias - kMantissaBits); may round up
+    const float units_per_value = floatOf(static_cast<uint32_t>(127 + kBias - 1 + kMantissaBits) << 23);
+    return sign_bit | static_cast<uint32_t>(std::nearbyint(floatOf(magnitude) * units_per_value));
   }
-  return sign_bit | code;
+  // Round the fp32 mantissa to kMantissaBits (a carry moves into the exponent), then rebias the exponent.
+  const uint32_t rounded = magnitude + ((1u << (kDropped - 1)) - 1) + ((magnitude >> kDropped) & 1u);
+  return sign_bit | ((rounded >> kDropped) - (static_cast<uint32_t>(127 - kBias) << kMantissaBits));
 }
 
 template <int kExponentBits, int kMantissaBits>
@@ -88,6 +83,19 @@ float decodeSmallFloat(uint32_t code, bool has_infinity) {
                                                                                    kMantissaBits);
   }
   return negative ? -value : value;
+}
+
+// Every fp8 code's value, decoded once: [0] float8_e4m3 (fn), [1] float8_e5m2.
+float decodeFp8(uint8_t code, bool e5m2) {
+  static const auto kTables = [] {
+    std::array<std::array<float, 256>, 2> tables{};
+    for (uint32_t c = 0; c < 256; ++c) {
+      tables[0][c] = decodeSmallFloat<4, 3>(c, false);
+      tables[1][c] = decodeSmallFloat<5, 2>(c, true);
+    }
+    return tables;
+  }();
+  return kTables[e5m2 ? 1 : 0][code];
 }
 
 uint16_t toFloat16(float value) {
@@ -183,9 +191,9 @@ float toFloat(const void* element, Dtype dtype) {
       return decodeSmallFloat<5, 10>(half, true);
     }
     case Dtype::kFloat8E4M3:
-      return decodeSmallFloat<4, 3>(*static_cast<const uint8_t*>(element), false);
+      return decodeFp8(*static_cast<const uint8_t*>(element), false);
     case Dtype::kFloat8E5M2:
-      return decodeSmallFloat<5, 2>(*static_cast<const uint8_t*>(element), true);
+      return decodeFp8(*static_cast<const uint8_t*>(element), true);
     case Dtype::kInt8:
       return loadInt<int8_t>(element);
     case Dtype::kInt16:

@@ -13,15 +13,19 @@
 namespace nki {
 namespace {
 
-// The values of every code of a small float, decoded once.
+// The values of every code of a small float, and of every E8M0 scale (and its inverse), decoded once.
 struct ValueTables {
   std::array<float, 256> e5m2{}, e4m3{};
   std::array<float, 16> e2m1{};
+  std::array<float, 256> scale{}, inverse_scale{};  // code 255: NaN
   ValueTables() {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
     for (int code = 0; code < 256; ++code) {
       const auto byte = static_cast<uint8_t>(code);
       e5m2[code] = toFloat(&byte, Dtype::kFloat8E5M2);
       e4m3[code] = toFloat(&byte, Dtype::kFloat8E4M3);
+      scale[code] = code == 255 ? nan : std::ldexp(1.f, code - 127);
+      inverse_scale[code] = code == 255 ? nan : std::ldexp(1.f, 127 - code);
     }
     // e2m1: sign, two exponent bits (bias 1), one mantissa bit; no infinity or NaN.
     constexpr float kMagnitudes[8] = {0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f};
@@ -32,11 +36,6 @@ struct ValueTables {
 const ValueTables& tables() {
   static const ValueTables kTables;
   return kTables;
-}
-
-// The factor an E8M0 scale stands for.
-float scaleFactor(uint8_t code) {
-  return code == 255 ? std::numeric_limits<float>::quiet_NaN() : std::ldexp(1.f, static_cast<int>(code) - 127);
 }
 
 Dtype unpackedType(Dtype packed) {
@@ -50,17 +49,38 @@ const uint8_t* scaleAt(const char* base, const Access& scales, int64_t group, in
          column * scales.strides[1];
 }
 
+// The table of a packed type's fp8 values; nullptr for fp4.
+const float* fp8Values(Dtype packed) {
+  switch (packed) {
+    case Dtype::kFloat8E5M2x4:
+      return tables().e5m2.data();
+    case Dtype::kFloat8E4M3x4:
+      return tables().e4m3.data();
+    default:
+      return nullptr;
+  }
+}
+
+// Value j of a packed element: byte j through `fp8` (fp8Values), or nibble j of fp4.
+float unpack(const uint8_t* bytes, int j, const float* fp8) {
+  return fp8 != nullptr ? fp8[bytes[j]] : tables().e2m1[(bytes[j / 2] >> (4 * (j % 2))) & 15];
+}
+
 // A packed [K, F] tile as dense fp32 [4K, F]: row 4k + j holds value j of partition k's elements, scaled.
 void dequantize(const char* data, Dtype type, const Access& tile, const char* scale_base, const Access& scales,
                 float* out) {
   const int64_t K = tile.sizes[0], F = tile.sizes[1];
   const std::size_t size = byteSize(type);
+  const ValueTables& t = tables();
+  const float* fp8 = fp8Values(type);
   for (int64_t k = 0; k < K; ++k) {
     float* rows = out + 4 * k * F;
+    const uint8_t* scale_row = scaleAt(scale_base, scales, k / 8, K, 0);
     for (int64_t f = 0; f < F; ++f) {
-      const float factor = scaleFactor(*scaleAt(scale_base, scales, k / 8, K, f));
-      const char* element = data + (tile.offset + k * tile.strides[0] + f * tile.strides[1]) * size;
-      for (int j = 0; j < 4; ++j) rows[j * F + f] = packedValue(element, type, j) * factor;
+      const float factor = t.scale[scale_row[f * scales.strides[1]]];
+      const auto* bytes = reinterpret_cast<const uint8_t*>(data) +
+                          (tile.offset + k * tile.strides[0] + f * tile.strides[1]) * size;
+      for (int j = 0; j < 4; ++j) rows[j * F + f] = unpack(bytes, j, fp8) * factor;
     }
   }
 }
@@ -79,15 +99,7 @@ int maxExponent(Dtype packed) {
 }
 
 float packedValue(const char* element, Dtype packed, int j) {
-  const auto* bytes = reinterpret_cast<const uint8_t*>(element);
-  switch (packed) {
-    case Dtype::kFloat8E5M2x4:
-      return tables().e5m2[bytes[j]];
-    case Dtype::kFloat8E4M3x4:
-      return tables().e4m3[bytes[j]];
-    default:
-      return tables().e2m1[(bytes[j / 2] >> (4 * (j % 2))) & 15];
-  }
+  return unpack(reinterpret_cast<const uint8_t*>(element), j, fp8Values(packed));
 }
 
 // AWS's quantize_mx: "a block scale that is two times larger" than the OCP specification's
@@ -137,8 +149,7 @@ void quantizeMx(const Bound& b) {
       auto* element = reinterpret_cast<uint8_t*>(b.dst + (dst.offset + p * dst.strides[0] + f * dst.strides[1]) *
                                                  out_size);
       for (int j = 0; j < 4; ++j) {
-        const float value = code == 255 ? std::numeric_limits<float>::quiet_NaN()
-                                        : std::ldexp(row[4 * f + j], 127 - code);  // exact: a power of two
+        const float value = row[4 * f + j] * tables().inverse_scale[code];  // a power of two: rounds as ldexp
         fromFloat(std::isnan(value) ? value : std::clamp(value, -limit, limit), element + j, value_type);
       }
     }

@@ -49,6 +49,28 @@ TEST(Dtype, Float8Variants) {
   EXPECT_TRUE(std::isinf(roundTrip(1e6f, Dtype::kFloat8E5M2)));
 }
 
+// Between every two neighbouring finite codes (positive and negative): a value just past either side's half
+// takes that side's code, the midpoint takes the even one. Checks the encoder against the decoder alone.
+void expectNearestEven(Dtype dtype, uint32_t finite_codes) {
+  for (uint32_t sign : {0u, 1u}) {
+    const uint32_t sign_bit = sign << (dtype == Dtype::kFloat16 ? 15 : 7);
+    for (uint32_t low = 0; low + 1 < finite_codes; ++low) {
+      uint32_t a = low | sign_bit, b = (low + 1) | sign_bit;
+      const float x = nki::toFloat(&a, dtype), y = nki::toFloat(&b, dtype);
+      const float middle = (x + y) / 2;  // exact: both are short floats of neighbouring exponents
+      ASSERT_EQ(code(std::nextafter(middle, x), dtype), a) << x << " .. " << y;
+      ASSERT_EQ(code(std::nextafter(middle, y), dtype), b) << x << " .. " << y;
+      ASSERT_EQ(code(middle, dtype), low % 2 == 0 ? a : b) << "tie between " << x << " and " << y;
+    }
+  }
+}
+
+TEST(Dtype, SmallFloatsRoundToTheNearestCodeTiesToEven) {
+  expectNearestEven(Dtype::kFloat8E4M3, 0x7f);   // 0x7f: NaN (fn)
+  expectNearestEven(Dtype::kFloat8E5M2, 0x7c);   // 0x7c: infinity
+  expectNearestEven(Dtype::kFloat16, 0x7c00);    // 0x7c00: infinity
+}
+
 TEST(Dtype, IntegersRoundAndSaturate) {
   EXPECT_EQ(roundTrip(2.5f, Dtype::kInt32), 2.f);
   EXPECT_EQ(roundTrip(300.f, Dtype::kInt8), 127.f);
