@@ -424,3 +424,46 @@ def columns_as_axes(x, axes):
     tile = bnl.load(x)
     bnl.store(out, value=bnl.copy(tile[p, column]))
     return out
+
+
+@beta.jit
+def transposed_on_load(x):
+    """x [F, P] loaded as its transpose [P, F] (nl.load_transpose2d), then stored as is."""
+    F, P_ = x.shape
+    tile = bnl.load_transpose2d(x)
+    out = bnl.ndarray((P_, F), dtype=x.dtype, buffer=bnl.shared_hbm)
+    bnl.store(out, value=tile)
+    return out
+
+
+@nki.jit
+def _doubled_into(dst, src):
+    """A kernel of its own that other kernels call, as AWS's rotary tutorial calls its core."""
+    nisa.tensor_scalar(dst=dst, data=src, op0=nl.multiply, operand0=2.0)
+
+
+@nki.jit
+def doubled_by_an_inner_kernel(x):
+    """2 x, the product made by _doubled_into: a jit kernel called while this one traces is inlined."""
+    tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x)
+    _doubled_into(tile, tile)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=tile)
+    return out
+
+
+@nki.jit
+def inner_kernel_on_a_grid(x):
+    tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    _doubled_into[2](tile, tile)
+    return tile
+
+
+@beta.jit
+def negated_row_max(x):
+    """-max of each row, reduced with NumPy's np.max as AWS's SD-attention tutorial names it."""
+    tile = bnl.load(x)
+    out = bnl.ndarray((x.shape[0], 1), dtype=x.dtype, buffer=bnl.shared_hbm)
+    bnl.store(out, value=bisa.tensor_reduce(np.max, data=tile, axis=(1,), negate=True))
+    return out

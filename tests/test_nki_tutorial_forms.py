@@ -251,3 +251,23 @@ def test_benchmark_reports_the_predicted_neuroncore_latency():
 def test_tutorial_forms_keep_the_hardware_limits(kernel, message):
     with pytest.raises(NkiError, match=message):
         kernel(neuron(torch.zeros(128, 1024 if kernel is forms.placed_past_sbuf else 512)))
+
+
+def test_load_transpose2d_transposes_as_it_loads():
+    torch.manual_seed(30)
+    x = torch.randn(96, 40)  # [F, P]: 40 partitions of 96
+    assert torch.equal(forms.transposed_on_load(neuron(x)).cpu(), x.T)
+
+
+def test_a_kernel_called_by_a_kernel_is_inlined():
+    torch.manual_seed(31)
+    x = torch.randn(8, 16)
+    assert torch.equal(forms.doubled_by_an_inner_kernel(neuron(x)).cpu(), 2 * x)
+    with pytest.raises(NkiError, match="launched on a grid from inside another kernel"):
+        forms.inner_kernel_on_a_grid(neuron(x))
+
+
+def test_numpy_reductions_name_alu_operators():
+    torch.manual_seed(32)
+    x = torch.randn(16, 48)
+    assert torch.equal(forms.negated_row_max(neuron(x)).cpu(), -x.amax(dim=1, keepdim=True))

@@ -17,7 +17,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import torch
 
 from . import lnc
-from .trace import NkiError, Trace, View, _product, dtype_name
+from .trace import NkiError, Trace, View, _product, dtype_name, tracing
 
 _TORCH_DTYPES = {
     "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "int8": torch.int8,
@@ -164,6 +164,11 @@ class Kernel:
         return compiled
 
     def __call__(self, *args, **kwargs):
+        if tracing():  # called by another kernel as it traces: its instructions become that kernel's
+            if self.grid:
+                raise NkiError(f"kernel {self.fn.__name__!r} launched on a grid from inside another kernel: only "
+                               "the outermost kernel has a launch grid")
+            return self.fn(*args, **kwargs)
         arrays, was_numpy, device = _tensor_arguments(args, kwargs)
         compiled = self.program_for(*args, **kwargs)
         if any(_is_symbolic(a) for a in arrays):

@@ -221,6 +221,15 @@ def load(src: View, dtype=None, mask=None, **_) -> View:
     return tile
 
 
+def load_transpose2d(src: View, dtype=None, mask=None, **_) -> View:
+    """src [F, P] in HBM as a [P, F] tile in SBUF: the DMA engines transpose as they load."""
+    if not isinstance(src, View) or src.buffer != "hbm" or src.ndim != 2:
+        raise current().error(f"load_transpose2d loads a 2-D HBM tensor, not {src!r}")
+    transposed = src.permuted([1, 0])
+    transposed.partition_axis = 0  # src's free axis becomes the tile's partitions
+    return load(transposed, dtype=dtype, mask=mask)
+
+
 def store(dst: View, value, mask=None, **_) -> None:
     trace = current()
     if not isinstance(value, View):

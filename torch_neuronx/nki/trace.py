@@ -22,6 +22,11 @@ class NkiError(Exception):
     """A kernel broke a rule of the NKI language or of the NeuronCore."""
 
 
+def tracing() -> bool:
+    """Whether a kernel is being traced on this thread (a jit kernel called then is inlined)."""
+    return getattr(_state, "trace", None) is not None
+
+
 def current() -> "Trace":
     trace = getattr(_state, "trace", None)
     if trace is None:
