@@ -34,19 +34,29 @@ def every_scalar_operation(a, b):
     return out
 
 
+def _zeroed_like(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=nl.zeros(x.shape, dtype=x.dtype, buffer=nl.sbuf))
+    return out
+
+
+def _row(t, i):
+    """Row i of a [R, F] HBM tensor as a view moved by i * F elements (an index scalar times a constant)."""
+    F = t.shape[1]
+    return t.ap([[F, 1], [1, F]], offset=0, scalar_offset=i * F)
+
+
 @nki.jit
 def rows_doubled_at_scalar_offsets(x, count):
     """out[r] = 2 x[r] for the first count[0, 0] rows, zeros after: row r is at offset r * F, an index
     scalar times a constant."""
-    R, F = x.shape
-    out = nl.ndarray((R, F), dtype=x.dtype, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=nl.zeros((R, F), dtype=x.dtype, buffer=nl.sbuf))
+    out = _zeroed_like(x)
 
     def body(i):
-        row = nl.ndarray((1, F), dtype=x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=row, src=x.ap([[F, 1], [1, F]], offset=0, scalar_offset=i * F))
+        row = nl.ndarray((1, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=row, src=_row(x, i))
         nisa.tensor_scalar(dst=row, data=row, op0=nl.multiply, operand0=2.0)
-        nisa.dma_copy(dst=out.ap([[F, 1], [1, F]], offset=0, scalar_offset=i * F), src=row)
+        nisa.dma_copy(dst=_row(out, i), src=row)
 
     nl.fori_loop(0, _loaded(count), body)
     return out
@@ -85,16 +95,14 @@ def negated_if_nonzero(flag, data):
 def odd_rows_negated(x, count):
     """For the first count[0, 0] rows: out[r] = x[r] for even r, -x[r] for odd r (a branch inside a device
     loop, on arithmetic of its index); zeros after."""
-    R, F = x.shape
-    out = nl.ndarray((R, F), dtype=x.dtype, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=nl.zeros((R, F), dtype=x.dtype, buffer=nl.sbuf))
+    out = _zeroed_like(x)
 
     def body(i):
-        row = nl.ndarray((1, F), dtype=x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=row, src=x.ap([[F, 1], [1, F]], offset=0, scalar_offset=i * F))
+        row = nl.ndarray((1, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=row, src=_row(x, i))
         odd = nisa.scalar_alu(i, 2, op=nl.fmod) != 0
         nl.if_else(odd, lambda: nisa.tensor_scalar(row, row, op0=nl.multiply, operand0=-1.0))
-        nisa.dma_copy(dst=out.ap([[F, 1], [1, F]], offset=0, scalar_offset=i * F), src=row)
+        nisa.dma_copy(dst=_row(out, i), src=row)
 
     nl.fori_loop(0, _loaded(count), body)
     return out

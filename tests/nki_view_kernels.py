@@ -15,6 +15,13 @@ def _sbuf(x):
     return tile
 
 
+def _dma_out(view):
+    """A new HBM output holding the view's elements, copied by DMA (bit for bit)."""
+    out = _out(view.shape, view.dtype)
+    nisa.dma_copy(dst=out, src=view)
+    return out
+
+
 def _through_vector_engine(view):
     """The view's elements copied by tensor_copy into a fresh tile of its shape, then to HBM."""
     tile = nl.ndarray(view.shape, dtype=view.dtype, buffer=nl.sbuf)
@@ -35,10 +42,7 @@ def hbm_view(x, how: str):
         "expand_squeeze": lambda: x.expand_dim(3).squeeze_dim(0),
         "pattern_round_trip": lambda: x.ap(x.slice(1, 2, 7).get_pattern(), offset=x.slice(1, 2, 7).offset),
     }
-    view = views[how]()
-    out = _out(view.shape, x.dtype)
-    nisa.dma_copy(dst=out, src=view)
-    return out
+    return _dma_out(views[how]())
 
 
 @nki.jit
@@ -61,20 +65,14 @@ def bits_as(x, dtype_name: str):
     """x's bytes in SBUF read as another dtype (view / reinterpret_cast), moved out by DMA (as bits: a compute
     engine would read some of them as NaNs)."""
     tile = _sbuf(x)
-    view = tile.view(getattr(nl, dtype_name)) if dtype_name != "int32" else tile.reinterpret_cast(nl.int32)
-    out = _out(view.shape, view.dtype)
-    nisa.dma_copy(dst=out, src=view)
-    return out
+    return _dma_out(tile.view(getattr(nl, dtype_name)) if dtype_name != "int32" else tile.reinterpret_cast(nl.int32))
 
 
 @nki.jit
 def row_picked_on_the_device(x, index):
     """x.select(0, index[0, 0]): a row chosen by a value known only as the kernel runs."""
     index_tile = _sbuf(index)
-    row = x.select(0, index_tile)
-    out = _out(row.shape, x.dtype)
-    nisa.dma_copy(dst=out, src=row)
-    return out
+    return _dma_out(x.select(0, index_tile))
 
 
 @nki.jit
@@ -96,9 +94,7 @@ def rows_gathered(x, indices):
     index_tile = _sbuf(indices)
     out = nl.ndarray((indices.shape[0], x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=out, src=x.vector_select(0, index_tile))
-    result = _out(out.shape, x.dtype)
-    nisa.dma_copy(dst=result, src=out)
-    return result
+    return _dma_out(out)
 
 
 @nki.jit

@@ -7,16 +7,10 @@ On-chip tensors keep their partition axis first: the methods that would move, dr
 as AWS documents. A static select of the partition axis keeps it at size 1, as `t[i]` does."""
 from __future__ import annotations
 
+from math import prod
 from typing import Sequence
 
 from . import trace  # a module of its own: trace.View mixes these methods in while trace loads
-
-
-def _product(values) -> int:
-    out = 1
-    for v in values:
-        out *= v
-    return out
 
 
 class TensorViews:
@@ -50,7 +44,7 @@ class TensorViews:
 
     @property
     def size(self) -> int:
-        return _product(self.sizes)
+        return prod(self.sizes)
 
     def get_pattern(self):
         """The view's access pattern, [[stride, count], ...] in dim order (what .ap() takes)."""
@@ -103,14 +97,14 @@ class TensorViews:
         """dim split into `shape` (one entry may be -1)."""
         dim = self._dim("reshape_dim", dim)
         shape = [int(s) for s in shape]
-        known = _product(s for s in shape if s != -1)
+        known = prod(s for s in shape if s != -1)
         if shape.count(-1) == 1 and known and self.sizes[dim] % known == 0:
             shape = [self.sizes[dim] // known if s == -1 else s for s in shape]
-        if _product(shape) != self.sizes[dim] or any(s < 1 for s in shape):
+        if prod(shape) != self.sizes[dim] or any(s < 1 for s in shape):
             raise self._refuse("reshape_dim", f"{shape} does not split dim {dim} of size {self.sizes[dim]}")
         if len(shape) != 1:
             self._not_partition("reshape_dim", dim)
-        split = [self.strides[dim] * _product(shape[k + 1:]) for k in range(len(shape))]
+        split = [self.strides[dim] * prod(shape[k + 1:]) for k in range(len(shape))]
         partition = self.partition_axis + (len(shape) - 1 if dim < self.partition_axis else 0)
         return self._derived("reshape_dim", self.offset, self.sizes[:dim] + tuple(shape) + self.sizes[dim + 1:],
                              self.strides[:dim] + tuple(split) + self.strides[dim + 1:], partition)
@@ -127,7 +121,7 @@ class TensorViews:
             if self.strides[a] != self.strides[b] * self.sizes[b]:
                 raise self._refuse("flatten_dims", f"dims {start_dim} to {end_dim} are not contiguous in memory "
                                                    "(after a permute or a strided slice)")
-        size = _product(self.sizes[start_dim:end_dim + 1])
+        size = prod(self.sizes[start_dim:end_dim + 1])
         stride = self.strides[kept[-1]] if kept else 1
         partition = self.partition_axis - (end_dim - start_dim if end_dim < self.partition_axis else 0)
         return self._derived("flatten_dims", self.offset,
