@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 
-from .device_loops import VirtualRegister, _constant, _dma, _one_element, new_register
+from .device_loops import VirtualRegister, _dma, _one_element, new_register, register_move
 from .trace import View, current
 
 
@@ -82,7 +82,7 @@ def _operand(value, role: str) -> NkiScalar:
     if isinstance(value, bool) or not isinstance(value, int):
         raise current().error(f"scalar_alu's {role} must be an NkiScalar or an int, not {type(value).__name__}")
     scalar = new_register(NkiScalar)
-    _dma(scalar.view(), _constant(value))
+    register_move(scalar, value)
     return scalar
 
 
