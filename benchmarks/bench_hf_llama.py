@@ -6,6 +6,10 @@ vocabulary 32,000, random weights) on neuron against the CPU device:
   per token / the machine's read bandwidth on all cores, measured in the same
   run) that neuron reaches (target 60% fp32, 50% bf16); for 2-8 sequences,
   neuron against the CPU device (<= 1.0x) and against its batch-1 step (<= 1.5x);
+- a long fp32 decode (256 new tokens) from an emptied device cache: every step
+  meets a KV cache of a new length, which a repeat of the same lengths (the rows
+  above) serves from cached blocks; its first run against a repeat, and the memory
+  it reserved against the KV cache it built;
 - prefill of 512 tokens: tokens/s, fp32 and bf16;
 - one Trainer-style training step (forward, backward, AdamW), fp32 and bf16 autocast;
 - device memory after loading against the parameter bytes.
@@ -18,6 +22,7 @@ from __future__ import annotations
 import copy
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
@@ -26,6 +31,7 @@ import common  # noqa: E402
 from common import NEURON, Row, fmt_time  # noqa: E402
 
 DECODE_TOKENS = 8
+LONG_DECODE_TOKENS = 256
 PREFILL = 512
 
 
@@ -91,6 +97,37 @@ def decode_rows(models, dtype_name: str, bandwidth: float) -> list[Row]:
     return rows
 
 
+def long_decode_rows(models) -> list[Row]:
+    prompt = torch.randint(0, 32000, (1, 16), generator=torch.Generator().manual_seed(4))
+
+    def per_token(device) -> float:
+        ids = prompt.to(device)
+        start = time.perf_counter()
+        with torch.no_grad():
+            models[device].generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=LONG_DECODE_TOKENS,
+                                    min_new_tokens=LONG_DECODE_TOKENS, do_sample=False, pad_token_id=0)
+        return (time.perf_counter() - start) / LONG_DECODE_TOKENS
+
+    torch.neuron.empty_cache()
+    reserved_before = torch.neuron.memory_reserved()
+    first = per_token(NEURON)
+    reserved = torch.neuron.memory_reserved() - reserved_before
+    repeat = per_token(NEURON)
+    cpu = per_token("cpu")
+    config = models[NEURON].config
+    kv_bytes = (2 * config.num_hidden_layers * config.num_key_value_heads * (16 + LONG_DECODE_TOKENS)
+                * (config.hidden_size // config.num_attention_heads) * 4)
+    name = f"Llama-125M decode fp32, {LONG_DECODE_TOKENS} new tokens from an emptied device cache, per token"
+    return [
+        Row(f"{name}, neuron first run vs a repeat", fmt_time(repeat), fmt_time(first), first / repeat, "time", 1.15,
+            note="cpu column: the repeat on neuron; one run each (a first run happens once)"),
+        Row(f"{name}, neuron first run vs the CPU device", fmt_time(cpu), fmt_time(first), first / cpu, "time", 1.0),
+        Row(f"{name}, device memory it reserved / its KV cache", "-",
+            f"{reserved / 2**20:.1f} MiB / {kv_bytes / 2**20:.1f} MiB", reserved / kv_bytes, "time", None,
+            note="reserved beyond the weights, after the first run: KV cache, logits and their cached blocks"),
+    ]
+
+
 def prefill_row(models, dtype_name: str) -> Row:
     tokens = torch.randint(0, 32000, (1, PREFILL), generator=torch.Generator().manual_seed(2))
     inputs = {d: tokens.to(d) for d in models}
@@ -148,6 +185,8 @@ def run() -> list[Row]:
         cpu_model = build_model(dtype)
         models = {"cpu": cpu_model, NEURON: copy.deepcopy(cpu_model).to(NEURON)}
         rows += decode_rows(models, name, bandwidth)
+        if dtype == torch.float32:
+            rows += long_decode_rows(models)
         rows.append(prefill_row(models, name))
         del models, cpu_model
     for name in ("fp32", "bf16"):

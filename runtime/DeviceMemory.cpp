@@ -4,6 +4,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <iterator>
@@ -119,41 +120,71 @@ void* DeviceMemory::tryAllocate(std::size_t size) {
   return allocateLocked(size, /*quiet=*/true);
 }
 
+void* DeviceMemory::newSegment(std::size_t bytes, bool quiet) {
+  auto fits = [&] { return static_cast<std::size_t>(stats_.reserved_bytes.current) + bytes <= capacity_; };
+  if (!fits()) {
+    if (quiet) return nullptr;
+    if (releaseCachedLocked() > 0) ++stats_.num_alloc_retries;
+    if (!fits()) throwOutOfMemory(bytes);
+  }
+  claimLocked();
+  void* ptr = allocateSegment(bytes);
+  if (!ptr) {
+    if (quiet) return nullptr;
+    throwOutOfMemory(bytes);
+  }
+  ++stats_.num_device_alloc;
+  stats_.segment.increase(1);
+  stats_.reserved_bytes.increase(static_cast<int64_t>(bytes));
+  return ptr;
+}
+
+void* DeviceMemory::takeSmall(std::size_t rounded, bool quiet) {
+  bool first_use = false;
+  char* block = small_.take(rounded, &first_use);
+  if (!block) {
+    char* segment = static_cast<char*>(newSegment(SmallBlockPool::kSegmentBytes, quiet));
+    if (!segment) return nullptr;
+    small_.addSegment(segment);
+    block = small_.take(rounded, &first_use);
+  }
+  // The owner table learns an address once, with the rest of its segment as the bound of views of it:
+  // blocks that split and merge again at known addresses leave the table (and its readers' recent
+  // answers) unchanged.
+  if (first_use) {
+    const auto offset = reinterpret_cast<std::uintptr_t>(block) % SmallBlockPool::kSegmentBytes;
+    noteBlockOwner(block, device_, SmallBlockPool::kSegmentBytes - offset);
+  }
+  return block;
+}
+
+void* DeviceMemory::takeLarge(std::size_t rounded, bool quiet) {
+  void* ptr = takeCached(rounded);
+  if (ptr) return ptr;
+  ptr = newSegment(rounded, quiet);
+  if (!ptr) return nullptr;
+  segments_.emplace(ptr, rounded);
+  noteBlockOwner(ptr, device_, rounded);
+  return ptr;
+}
+
 void* DeviceMemory::allocateLocked(std::size_t size, bool quiet) {
   const std::size_t rounded = roundSize(size);
-  void* ptr = takeCached(rounded);
-  if (!ptr) {
-    auto fits = [&] { return static_cast<std::size_t>(stats_.reserved_bytes.current) + rounded <= capacity_; };
-    if (!fits()) {
-      if (quiet) return nullptr;
-      if (cached_.empty()) throwOutOfMemory(rounded);
-      ++stats_.num_alloc_retries;
-      releaseCachedLocked();
-      if (!fits()) throwOutOfMemory(rounded);
-    }
-    claimLocked();
-    ptr = allocateSegment(rounded);
-    if (!ptr) {
-      if (quiet) return nullptr;
-      throwOutOfMemory(rounded);
-    }
-    segments_.emplace(ptr, rounded);
-    noteBlockOwner(ptr, device_, rounded);
-    ++stats_.num_device_alloc;
-    stats_.segment.increase(1);
-    stats_.reserved_bytes.increase(static_cast<int64_t>(rounded));
-  }
+  const bool small = rounded <= SmallBlockPool::kLargestBlock;
+  void* ptr = small ? takeSmall(rounded, quiet) : takeLarge(rounded, quiet);
+  if (!ptr) return nullptr;
+  const LiveBlock block{size, small ? rounded : segments_.at(ptr)};
   // As CUDA's allocator does, a tensor is charged its request rounded to
   // 512 B; the rest of its block (2 MiB rounding, or a reused block up to
   // twice the request) counts as reserved only.
   const auto charged = static_cast<int64_t>(chargedSize(size));
   if (spare_live_.empty()) {
-    live_.emplace(ptr, size);
+    live_.emplace(ptr, block);
   } else {
     auto node = std::move(spare_live_.back());
     spare_live_.pop_back();
     node.key() = ptr;
-    node.mapped() = size;
+    node.mapped() = block;
     live_.insert(std::move(node));
   }
   stats_.allocation.increase(1);
@@ -172,7 +203,8 @@ bool DeviceMemory::freeIfOwned(void* ptr) {
   auto it = live_.find(ptr);
   if (it == live_.end()) return false;  // not ours, or already freed: never corrupt the cache
   auto live = live_.extract(it);
-  const std::size_t requested = live.mapped();
+  const LiveBlock block = live.mapped();
+  const std::size_t requested = block.requested;
   keepSpare(spare_live_, std::move(live));
   const auto charged = static_cast<int64_t>(chargedSize(requested));
   stats_.allocation.decrease(1);
@@ -180,10 +212,14 @@ bool DeviceMemory::freeIfOwned(void* ptr) {
   stats_.allocated_bytes.decrease(charged);
   stats_.active_bytes.decrease(charged);
   stats_.requested_bytes.decrease(static_cast<int64_t>(requested));
+  if (block.bytes <= SmallBlockPool::kLargestBlock) {
+    small_.give(static_cast<char*>(ptr), block.bytes);
+    return true;
+  }
   // First among equal sizes, so the next request of this size takes the block
   // freed last, whose bytes are likeliest still in the CPU caches (as a heap's
   // free lists do); lower_bound in takeCached finds it.
-  const std::size_t size = segments_.at(ptr);
+  const std::size_t size = block.bytes;
   if (spare_cached_.empty()) {
     cached_.emplace_hint(cached_.lower_bound(size), size, ptr);
   } else {
@@ -200,10 +236,7 @@ void DeviceMemory::chargeExternal(const void* base, std::size_t size) {
   std::lock_guard<std::mutex> lock(mutex_);
   claimLocked();
   if (static_cast<std::size_t>(stats_.reserved_bytes.current) + size > capacity_) {
-    if (!cached_.empty()) {
-      ++stats_.num_alloc_retries;
-      releaseCachedLocked();
-    }
+    if (releaseCachedLocked() > 0) ++stats_.num_alloc_retries;
     if (static_cast<std::size_t>(stats_.reserved_bytes.current) + size > capacity_) throwOutOfMemory(size);
   }
   const auto bytes = static_cast<int64_t>(size);
@@ -236,16 +269,26 @@ void DeviceMemory::releaseExternal(const void* base, std::size_t size) {
   stats_.reserved_bytes.decrease(bytes);
 }
 
-void DeviceMemory::releaseCachedLocked() {
+std::size_t DeviceMemory::releaseCachedLocked() {
+  std::size_t released = 0;
+  auto release = [&](void* base, std::size_t bytes) {
+    std::free(base);
+    released += bytes;
+    ++stats_.num_device_free;
+    stats_.segment.decrease(1);
+    stats_.reserved_bytes.decrease(static_cast<int64_t>(bytes));
+  };
   for (auto& [size, ptr] : cached_) {
     segments_.erase(ptr);
     forgetBlockOwner(ptr);
-    std::free(ptr);
-    ++stats_.num_device_free;
-    stats_.segment.decrease(1);
-    stats_.reserved_bytes.decrease(static_cast<int64_t>(size));
+    release(ptr, size);
   }
   cached_.clear();
+  small_.releaseUnused([&](char* base, const std::vector<char*>& handed_out) {
+    for (char* address : handed_out) forgetBlockOwner(address);
+    release(base, SmallBlockPool::kSegmentBytes);
+  });
+  return released;
 }
 
 void DeviceMemory::emptyCache() {
@@ -266,7 +309,10 @@ void DeviceMemory::throwOutOfMemory(std::size_t rounded) {
 
 MemoryStats DeviceMemory::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  MemoryStats stats = stats_;
+  stats.inactive_split_bytes.current = static_cast<int64_t>(small_.freeBytesBesideUsedBlocks());
+  stats.inactive_split_bytes.peak = std::max(stats.inactive_split_bytes.peak, stats.inactive_split_bytes.current);
+  return stats;
 }
 
 void DeviceMemory::resetPeakStats() {
@@ -297,8 +343,8 @@ std::size_t DeviceMemory::freeBytes() const {
 
 bool DeviceMemory::owns(const void* ptr, std::size_t size) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& [base, requested] : live_) {
-    if (within(ptr, size, base, segments_.at(base))) return true;
+  for (const auto& [base, block] : live_) {
+    if (within(ptr, size, base, block.bytes)) return true;
   }
   return false;
 }

@@ -1,8 +1,10 @@
 // Device memory of one emulated NeuronCore: a caching allocator over host
 // memory that enforces the core's HBM capacity and keeps CUDA-style stats.
 //
-// Freed blocks stay cached (reserved) and are reused for requests of a close
-// size, so steady-state training allocates no host memory at all. Exceeding the
+// Freed blocks stay cached (reserved) and are reused: blocks of up to 1 MiB are
+// carved from 2 MiB segments and merge again when freed (SmallBlockPool.h),
+// larger ones have a segment each, reused for requests of a close size. So
+// steady-state training and decoding allocate no host memory at all. Exceeding the
 // capacity first releases the cache, then fails with OutOfMemory; nothing that
 // is allocated is ever touched by a failed request.
 #pragma once
@@ -17,6 +19,8 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "SmallBlockPool.h"
 
 namespace nrt {
 
@@ -94,10 +98,22 @@ class DeviceMemory {
   static std::size_t chargedSize(std::size_t size);
 
  private:
+  struct LiveBlock {
+    std::size_t requested = 0;
+    std::size_t bytes = 0;  // the block's: a small one's rounded size, else its segment's
+  };
   // Returns a cached segment of at least `rounded` bytes, or nullptr.
   void* takeCached(std::size_t rounded);
   void* allocateLocked(std::size_t size, bool quiet);
-  void releaseCachedLocked();
+  // A block of `rounded` bytes carved from the small pool (rounded <= 1 MiB), or from its own segment.
+  // nullptr when quiet and the block does not fit.
+  void* takeSmall(std::size_t rounded, bool quiet);
+  void* takeLarge(std::size_t rounded, bool quiet);
+  // Host memory for a new segment of `bytes`, charged to the reserve; releases the cache first when
+  // the capacity requires it. nullptr when quiet and it does not fit.
+  void* newSegment(std::size_t bytes, bool quiet);
+  // Returns the bytes released.
+  std::size_t releaseCachedLocked();
   [[noreturn]] void throwOutOfMemory(std::size_t rounded);
   void claimLocked();
 
@@ -107,13 +123,14 @@ class DeviceMemory {
   std::function<void()> claim_;
   bool claimed_ = false;
   mutable std::mutex mutex_;
-  std::unordered_map<void*, std::size_t> segments_;   // every segment held -> its size
-  std::unordered_map<void*, std::size_t> live_;       // segments in use -> requested bytes
-  std::multimap<std::size_t, void*> cached_;          // free segments by size
+  std::unordered_map<void*, std::size_t> segments_;   // every large segment held -> its size
+  std::unordered_map<void*, LiveBlock> live_;         // blocks in use
+  std::multimap<std::size_t, void*> cached_;          // free large segments by size
+  SmallBlockPool small_;                              // blocks of at most 1 MiB, carved from 2 MiB segments
   std::multimap<const void*, std::size_t> external_;  // adopted ranges by address -> their size
   // Map nodes kept from erasures for the next insertion: an allocation and a free in a loop of small
   // ops then move nodes between live_ and cached_ instead of going through the heap four times.
-  std::vector<std::unordered_map<void*, std::size_t>::node_type> spare_live_;
+  std::vector<std::unordered_map<void*, LiveBlock>::node_type> spare_live_;
   std::vector<std::multimap<std::size_t, void*>::node_type> spare_cached_;
   MemoryStats stats_;
 };

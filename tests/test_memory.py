@@ -75,6 +75,27 @@ def test_memory_stats_keys_agree_with_accelerator():
     del t
 
 
+def test_a_growing_tensor_reuses_its_memory():
+    """A KV cache one token longer each step (torch.cat, as transformers' DynamicCache does) is served
+    from the memory the previous step freed: small blocks are carved from shared 2 MiB segments and
+    merge when freed, as on CUDA. With a cached segment per block, every step took new memory."""
+    torch.neuron.empty_cache()
+    stats0 = torch.neuron.memory_stats()
+    kv = torch.zeros(1, 12, 16, 64, device="neuron")
+    token = torch.ones(1, 12, 1, 64, device="neuron")
+    sizes = 0
+    for _ in range(300):
+        kv = torch.cat([kv, token], dim=-2)
+        sizes += kv.numel() * 4
+    stats = torch.neuron.memory_stats()
+    assert sizes > 100 * MiB  # what a segment per size would have reserved
+    assert stats["reserved_bytes.all.current"] - stats0["reserved_bytes.all.current"] <= 8 * MiB
+    assert stats["num_device_alloc"] - stats0["num_device_alloc"] <= 4
+    assert torch.equal(kv[0, :, 16:].cpu(), torch.ones(12, 300, 64))  # the blocks held what was written
+    assert torch.equal(kv[0, :, :16].cpu(), torch.zeros(12, 16, 64))
+    assert stats["inactive_split_bytes.all.current"] <= stats["reserved_bytes.all.current"]
+
+
 @requires_default_topology
 def test_mem_get_info():
     torch.neuron.empty_cache()
