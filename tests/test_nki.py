@@ -213,6 +213,76 @@ def test_second_process_loads_the_program_from_disk(tmp_path):
     assert check_ok(run_python(code, env)).split() == ["0", "1"]
 
 
+_HELPERS = """
+import nki.language as nl
+SCALE = {scale}
+def scale_tile(tile):
+    return nl.multiply(tile, SCALE)
+"""
+_INNER = """
+import nki, nki.language as nl
+@nki.jit
+def add_offset(a, out):
+    nl.store(out, value=nl.add(nl.load(a), {offset}))
+"""
+_OUTER = """
+import nki, nki.language as nl
+import helpers, inner
+@nki.jit
+def scaled_plus(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=helpers.scale_tile(nl.load(a)))
+    inner.add_offset(out, out)
+    return out
+"""
+
+
+def test_an_edit_to_any_file_a_trace_ran_retraces(tmp_path):
+    """A program on disk is used again only while every file its trace ran is unchanged: a helper
+    module's constant or an inner @nki.jit kernel edited in another file gives the new answer, not the
+    stale program's."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "outer.py").write_text(_OUTER)
+    code = f"""
+        import sys, torch
+        sys.path.insert(0, {str(src)!r})
+        import outer
+        y = outer.scaled_plus(torch.ones(128, 4).to("neuron")).cpu()
+        print(float(y[0, 0]), outer.scaled_plus.traces, outer.scaled_plus.disk_loads)
+    """
+    env = {"TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(scale, offset):
+        (src / "helpers.py").write_text(_HELPERS.format(scale=scale))
+        (src / "inner.py").write_text(_INNER.format(offset=offset))
+        return check_ok(run_python(code, env)).split()
+
+    assert run(2.0, 1.0) == ["3.0", "1", "0"]
+    assert run(2.0, 1.0) == ["3.0", "0", "1"]  # nothing changed: loaded
+    assert run(5.0, 1.0) == ["6.0", "1", "0"]  # the helper module's constant
+    assert run(5.0, 10.0) == ["15.0", "1", "0"]  # the inner kernel, in a third file
+    assert run(5.0, 10.0) == ["15.0", "0", "1"]
+
+
+def test_a_kernel_from_a_string_is_not_kept_on_disk(tmp_path):
+    """Code that is in no file (python -c, a notebook cell) cannot be checked for edits: its programs stay
+    in memory, and the next process traces again."""
+    code = """
+        import torch, nki, nki.language as nl
+        @nki.jit
+        def double(a):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, value=nl.multiply(nl.load(a), 2.0))
+            return out
+        y = double(torch.ones(128, 4).to("neuron")).cpu()
+        print(float(y[0, 0]), double.traces, double.disk_loads)
+    """
+    env = {"TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path)}
+    assert check_ok(run_python(code, env)).split() == ["2.0", "1", "0"]
+    assert check_ok(run_python(code, env)).split() == ["2.0", "1", "0"]
+
+
 def test_a_real_nki_installation_wins(tmp_path):
     (tmp_path / "nki").mkdir()
     (tmp_path / "nki" / "__init__.py").write_text("REAL = True\n")

@@ -16,7 +16,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import torch
 
-from . import lnc
+from . import lnc, source_files
 from .trace import NkiError, Trace, View, _product, dtype_name, tracing
 
 _TORCH_DTYPES = {
@@ -183,20 +183,25 @@ class Kernel:
         try:
             with open(disk, "rb") as f:
                 saved = pickle.load(f)
-            self.disk_loads += 1
-            return _Compiled(saved["encoded"], saved["outputs"], saved["returns"], version, traced=False,
-                             constants=saved.get("constants", ()))
+            if source_files.unchanged(saved["sources"]):
+                self.disk_loads += 1
+                return _Compiled(saved["encoded"], saved["outputs"], saved["returns"], version, traced=False,
+                                 constants=saved.get("constants", ()))
         except (OSError, pickle.PickleError, EOFError, KeyError):
             pass
-        trace = self._trace(args, kwargs, key[0], version)
+        with source_files.Recorder() as recorder:
+            trace = self._trace(args, kwargs, key[0], version)
         self.traces += 1
         encoded, outputs, returns, constants = trace
         compiled = _Compiled(encoded, outputs, returns, version=version, traced=True, constants=constants)
+        sources = recorder.digests()
+        if sources is None:
+            return compiled
         os.makedirs(os.path.dirname(disk), exist_ok=True)
         temporary = f"{disk}.{os.getpid()}.tmp"
         with open(temporary, "wb") as f:
             pickle.dump({"encoded": compiled.encoded, "outputs": compiled.outputs, "returns": compiled.returns,
-                         "constants": compiled.constants}, f)
+                         "constants": compiled.constants, "sources": sources}, f)
         os.replace(temporary, disk)
         return compiled
 
