@@ -63,6 +63,7 @@ std::vector<int32_t> branchTargets(const Program& program, std::string* error) {
 bool isScalarAluOp(AluOp op) {
   switch (op) {
     case AluOp::kAdd: case AluOp::kSubtract: case AluOp::kMultiply: case AluOp::kDivide: case AluOp::kMod:
+    case AluOp::kFloorMod:
     case AluOp::kMaximum: case AluOp::kMinimum: case AluOp::kEqual: case AluOp::kNotEqual: case AluOp::kGreater:
     case AluOp::kGreaterEqual: case AluOp::kLess: case AluOp::kLessEqual:
       return true;
@@ -81,9 +82,12 @@ int32_t scalarAlu(AluOp op, int32_t a, int32_t b) {
     case AluOp::kMultiply: return wrap(ua * ub);
     case AluOp::kDivide:
     case AluOp::kMod:
+    case AluOp::kFloorMod: {
       if (b == 0) throw std::domain_error("scalar_alu: division by zero");
       if (op == AluOp::kDivide) return overflows ? a : a / b;
-      return overflows ? 0 : a % b;
+      const int32_t r = overflows ? 0 : a % b;
+      return op == AluOp::kFloorMod && r != 0 && (r < 0) != (b < 0) ? r + b : r;
+    }
     case AluOp::kMaximum: return std::max(a, b);
     case AluOp::kMinimum: return std::min(a, b);
     case AluOp::kEqual: return a == b;

@@ -28,8 +28,8 @@ std::vector<LoopSpan> loopSpans(const Program& program, std::string* error = nul
 std::vector<int32_t> branchTargets(const Program& program, std::string* error = nullptr);
 
 // a op b on 32-bit registers, as nisa.scalar_alu: sums and products wrap, division rounds toward zero, the
-// remainder (kMod) takes a's sign, a comparison gives 1 or 0. Division by zero is a std::domain_error,
-// an operator the sequencer lacks a std::invalid_argument.
+// remainder takes a's sign (kMod) or b's (kFloorMod), a comparison gives 1 or 0. Division by zero is a
+// std::domain_error, an operator the sequencer lacks a std::invalid_argument.
 int32_t scalarAlu(AluOp op, int32_t a, int32_t b);
 bool isScalarAluOp(AluOp op);
 

@@ -73,6 +73,7 @@ enum class AluOp : uint8_t {
   kBypass, kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, kPower, kMod,
   kEqual, kNotEqual, kGreater, kGreaterEqual, kLess, kLessEqual,
   kLogicalAnd, kLogicalOr, kLogicalXor, kAbsMax,
+  kFloorMod,  // the remainder with b's sign (numpy.mod, nl.mod); kMod takes a's (C's fmod, nl.fmod)
 };
 
 enum class Function : uint8_t {

@@ -149,6 +149,30 @@ def repeated_matmul(stationary, moving, repeats):
 
 
 @nki.jit
+def tensor_tensor_op(a, b, op):
+    """op(a, b) of one [P, F] tile on the vector engine (op: an nl or NumPy ALU operator)."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    y = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=a)
+    nisa.dma_copy(dst=y, src=b)
+    result = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=result, data1=x, data2=y, op=op)
+    nisa.dma_copy(dst=out, src=result)
+    return out
+
+
+@beta.jit
+def remainders_beta(a, b):
+    """[nl.mod(a, b), nl.fmod(a, b)] through the beta API's functions."""
+    out = bnl.ndarray((2,) + tuple(a.shape), dtype=a.dtype, buffer=bnl.shared_hbm)
+    x, y = bnl.load(a), bnl.load(b)
+    bnl.store(out[0], value=bnl.mod(x, y))
+    bnl.store(out[1], value=bnl.fmod(x, y))
+    return out
+
+
+@nki.jit
 def copy_through_sbuf(x):
     """HBM -> SBUF -> HBM in [128, F] tiles: bound by DMA."""
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)

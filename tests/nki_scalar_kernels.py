@@ -1,5 +1,7 @@
 """Kernels with integers computed on the device (nisa.scalar_load, scalar arithmetic, nisa.scalar_store)
 and branches on them (nl.if_else), written for these tests in the forms AWS's NKI guides show."""
+import numpy as np
+
 import nki
 import nki.isa as nisa
 import nki.language as nl
@@ -14,6 +16,7 @@ BINARY = [
     ("less", lambda a, b: a < b), ("less_equal", lambda a, b: a <= b), ("greater", lambda a, b: a > b),
     ("greater_equal", lambda a, b: a >= b), ("equal", lambda a, b: a == b), ("not_equal", lambda a, b: a != b),
     ("negate_a", lambda a, b: -a), ("a_times_4_plus_1", lambda a, b: a * 4 + 1), ("7_minus_b", lambda a, b: 7 - b),
+    ("mod", lambda a, b: nisa.scalar_alu(a, b, op=nl.mod)),
 ]
 
 
@@ -116,6 +119,19 @@ def picked_while_tracing(data, scale: int):
     nisa.dma_copy(dst=result, src=data)
     three = nisa.scalar_alu(7, 2, op=nl.divide)
     nl.if_else(scale == three, lambda: nisa.tensor_scalar(result, result, op0=nl.multiply, operand0=3.0))
+    out = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=result)
+    return out
+
+
+@nki.jit
+def picked_by_numpy(data, scale: int):
+    """data * 3 when scale == 3, else -data: nl.if_else on a NumPy bool (np.int64(scale) == 3) and on a NumPy
+    integer (np.int64(scale - 3), nonzero unless scale is 3) picks a side while tracing."""
+    result = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=result, src=data)
+    nl.if_else(np.int64(scale) == 3, lambda: nisa.tensor_scalar(result, result, op0=nl.multiply, operand0=3.0))
+    nl.if_else(np.int64(scale - 3), lambda: nisa.tensor_scalar(result, result, op0=nl.multiply, operand0=-1.0))
     out = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=result)
     return out

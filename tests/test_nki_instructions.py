@@ -14,6 +14,30 @@ from torch_neuronx.nki import NkiError
 ALL_ONES = 0xFFFFFFFF
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
+def test_mod_takes_the_divisors_sign_and_fmod_the_dividends(dtype):
+    """np.mod, np.remainder and nl.mod are floor remainders (b's sign, as numpy.mod and Python's %), np.fmod
+    and nl.fmod truncated ones (a's sign, as C's fmod): operands of mixed signs tell them apart."""
+    import numpy as np
+    g = torch.Generator().manual_seed(5)
+    a = torch.rand(128, 64, generator=g) * 40 - 20
+    b = torch.rand(128, 64, generator=g) * 10 - 5
+    if dtype == torch.int32:
+        a, b = a.round(), b.round()
+    b[b.abs() < 1] = 3.0
+    a, b = a.to(dtype), b.to(dtype)
+    floor, truncated = torch.remainder(a, b), torch.fmod(a, b)
+    assert not torch.equal(floor, truncated)
+    for op in (np.mod, np.remainder, nl.mod):
+        torch.testing.assert_close(k.tensor_tensor_op(neuron(a), neuron(b), op).cpu(), floor, rtol=0, atol=1e-5)
+    for op in (np.fmod, nl.fmod):
+        torch.testing.assert_close(k.tensor_tensor_op(neuron(a), neuron(b), op).cpu(), truncated, rtol=0,
+                                   atol=1e-5)
+    both = k.remainders_beta(neuron(a), neuron(b)).cpu()
+    torch.testing.assert_close(both[0], floor, rtol=0, atol=1e-5)
+    torch.testing.assert_close(both[1], truncated, rtol=0, atol=1e-5)
+
+
 def neuron(t: torch.Tensor) -> torch.Tensor:
     return t.to("neuron")
 

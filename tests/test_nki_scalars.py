@@ -31,7 +31,7 @@ def expected(a: int, b: int) -> list:
     quotient, remainder = c_division(a, b)
     return [int32(a + b), int32(a - b), int32(a * b), quotient, int32(remainder), max(a, b), min(a, b),
             int(a < b), int(a <= b), int(a > b), int(a >= b), int(a == b), int(a != b), int32(-a),
-            int32(a * 4 + 1), int32(7 - b)]
+            int32(a * 4 + 1), int32(7 - b), a % b]  # Python's % takes b's sign, as nl.mod
 
 
 @pytest.mark.parametrize("a, b", [(-17, 4), (17, -4), (9, 9), (100000, 100000), (2**31 - 1, 1),
@@ -91,6 +91,12 @@ def test_a_python_condition_picks_a_side_while_tracing():
     assert program["kernel"] == "picked_while_tracing"
     opcodes = {ins["opcode"] for ins in program["instructions"]}
     assert codes.get()["opcode"]["branch"] not in opcodes and codes.get()["opcode"]["scalar_alu"] not in opcodes
+
+
+def test_if_else_on_numpy_bools_and_integers_picks_while_tracing():
+    data = torch.randn(2, 9)
+    assert torch.equal(k.picked_by_numpy(neuron(data), 3).cpu(), data * 3)
+    assert torch.equal(k.picked_by_numpy(neuron(data), 4).cpu(), -data)
 
 
 @pytest.mark.parametrize("how, error, message", [

@@ -172,7 +172,7 @@ py::dict codes() {
                          "nc_matmul_mx", "dma_compute", "loop_begin", "loop_end", "scalar_alu", "branch"});
   all["alu"] = names({"bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod",
                       "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
-                      "logical_or", "logical_xor", "abs_max"});
+                      "logical_or", "logical_xor", "abs_max", "floor_mod"});
   all["function"] = names({"copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "silu",
                            "sqrt", "rsqrt", "reciprocal", "abs", "negative", "square", "sin", "cos", "erf",
                            "softplus", "sign", "floor", "ceil", "arctan", "mish", "gelu_apprx_sigmoid"});

@@ -152,14 +152,21 @@ def dynamic_range(start, stop=None, step: int = 1, **_):
     close(())
 
 
+def _numpy_integer(value) -> bool:
+    """A NumPy bool or integer scalar (a comparison of NumPy values while tracing gives np.bool_)."""
+    dtype = getattr(value, "dtype", None)
+    return type(value).__module__ == "numpy" and getattr(value, "shape", None) == () and dtype is not None \
+        and dtype.kind in "biu"
+
+
 def if_else(cond, then_fn, else_fn=None) -> None:
     """then_fn() when cond is nonzero, else else_fn() (if given). A Python bool or int picks a side now; a
     register or NkiScalar (a comparison such as `scalar_load(t) > 0`) branches on the device, each side
     traced once."""
     if not isinstance(cond, VirtualRegister):
-        if not isinstance(cond, int):
-            raise current().error(f"if_else's condition must be a bool, an int, an NkiScalar or a "
-                                  f"VirtualRegister, not {type(cond).__name__}")
+        if not isinstance(cond, int) and not _numpy_integer(cond):
+            raise current().error(f"if_else's condition must be a bool, an int (NumPy's too), an NkiScalar or "
+                                  f"a VirtualRegister, not {type(cond).__name__}")
         chosen = then_fn if cond else else_fn
         if chosen is not None:
             chosen()

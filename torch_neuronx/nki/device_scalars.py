@@ -23,7 +23,7 @@ def _remainder(a: int, b: int) -> int:  # with a's sign, as C's % and nl.fmod
 
 
 _ARITHMETIC = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "divide": _toward_zero,
-               "mod": _remainder, "maximum": max, "minimum": min}
+               "mod": _remainder, "floor_mod": operator.mod, "maximum": max, "minimum": min}
 _COMPARISONS = {"less": operator.lt, "less_equal": operator.le, "greater": operator.gt,
                 "greater_equal": operator.ge, "equal": operator.eq, "not_equal": operator.ne}
 
@@ -69,7 +69,7 @@ def _op_name(op) -> str:
         name = alu_of(op)
     if name not in _ARITHMETIC and name not in _COMPARISONS:
         raise current().error(f"scalar_alu: the sequencers have no {name!r}; they add, subtract, multiply, divide "
-                              "(toward zero), take the remainder (nl.fmod), maxima, minima and comparisons")
+                              "(toward zero), take remainders (nl.fmod, nl.mod), maxima, minima and comparisons")
     return name
 
 
@@ -93,7 +93,7 @@ def scalar_alu(data1, data2, op, name=None):
     if isinstance(data1, int) and isinstance(data2, int):
         if op in _COMPARISONS:
             return _COMPARISONS[op](data1, data2)
-        if op in ("divide", "mod") and data2 == 0:
+        if op in ("divide", "mod", "floor_mod") and data2 == 0:
             raise current().error("scalar_alu: division by zero")
         return _ARITHMETIC[op](data1, data2)
     from .language import _emit

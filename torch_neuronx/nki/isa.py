@@ -82,8 +82,9 @@ _NUMPY_NAMES = {"add": "add", "subtract": "subtract", "multiply": "multiply", "d
                 "true_divide": "divide", "maximum": "maximum", "minimum": "minimum", "power": "power",
                 "equal": "equal", "not_equal": "not_equal", "greater": "greater", "greater_equal": "greater_equal",
                 "less": "less", "less_equal": "less_equal", "logical_and": "logical_and",
-                "logical_or": "logical_or", "logical_xor": "logical_xor", "mod": "mod", "remainder": "mod",
-                "fmod": "mod", "max": "maximum", "min": "minimum", "amax": "maximum", "amin": "minimum"}
+                "logical_or": "logical_or", "logical_xor": "logical_xor", "mod": "floor_mod",
+                "remainder": "floor_mod", "fmod": "mod", "max": "maximum", "min": "minimum", "amax": "maximum",
+                "amin": "minimum"}
 _NUMPY_FUNCTIONS = {"exp": "exp", "log": "log", "tanh": "tanh", "sqrt": "sqrt", "abs": "abs", "absolute": "abs",
                     "negative": "negative", "square": "square", "sin": "sin", "cos": "cos", "sign": "sign",
                     "floor": "floor", "ceil": "ceil", "arctan": "arctan", "reciprocal": "reciprocal"}

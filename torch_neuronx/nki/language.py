@@ -488,6 +488,7 @@ less, less_equal = _binary("less"), _binary("less_equal")
 logical_and, logical_or, logical_xor = _binary("logical_and"), _binary("logical_or"), _binary("logical_xor")
 abs_max = _binary("abs_max")
 fmod = _binary("mod")  # the remainder with x's sign (C's fmod)
+mod = _binary("floor_mod")  # the remainder with y's sign (numpy.mod, Python's %)
 
 exp, log, tanh, sigmoid, relu = _unary("exp"), _unary("log"), _unary("tanh"), _unary("sigmoid"), _unary("relu")
 gelu, gelu_apprx_tanh, silu = _unary("gelu"), _unary("gelu_apprx_tanh"), _unary("silu")
