@@ -27,10 +27,8 @@ float apply(AluOp op, float a, float b) {
       return std::pow(a, b);
     case AluOp::kMod:
       return std::fmod(a, b);
-    case AluOp::kFloorMod: {
-      const float r = std::fmod(a, b);
-      return r != 0.f && (r < 0.f) != (b < 0.f) ? r + b : r;
-    }
+    case AluOp::kFloorMod:
+      return floorRemainder(std::fmod(a, b), b);
     case AluOp::kEqual:
       return a == b;
     case AluOp::kNotEqual:

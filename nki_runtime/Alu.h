@@ -6,6 +6,12 @@
 namespace nki {
 
 float apply(AluOp op, float a, float b);
+
+// The floor remainder (b's sign, kFloorMod) from the truncated one r (a's sign, kMod) of a and b.
+template <typename T>
+T floorRemainder(T r, T b) {
+  return r != T(0) && (r < T(0)) != (b < T(0)) ? r + b : r;
+}
 float apply(Function function, float x);
 
 // out[i] = a[i] op b[i] over n elements; for the common operators and functions, loops vectorised for the

@@ -4,6 +4,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "nki_runtime/Alu.h"
+
 namespace nki {
 
 std::vector<LoopSpan> loopSpans(const Program& program, std::string* error) {
@@ -86,7 +88,7 @@ int32_t scalarAlu(AluOp op, int32_t a, int32_t b) {
       if (b == 0) throw std::domain_error("scalar_alu: division by zero");
       if (op == AluOp::kDivide) return overflows ? a : a / b;
       const int32_t r = overflows ? 0 : a % b;
-      return op == AluOp::kFloorMod && r != 0 && (r < 0) != (b < 0) ? r + b : r;
+      return op == AluOp::kFloorMod ? floorRemainder(r, b) : r;
     }
     case AluOp::kMaximum: return std::max(a, b);
     case AluOp::kMinimum: return std::min(a, b);

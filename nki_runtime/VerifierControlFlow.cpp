@@ -20,8 +20,8 @@ void Checker::checkLoop(int i, const Instruction& in) {
 void Checker::checkScalarAlu(int i, const Instruction& in) {
   if (in.inputs.size() != 2 || !onRegisters(in)) fail(i, "computes a register from two registers (one int32 each)");
   if (!isScalarAluOp(in.op0)) {
-    fail(i, "the sequencers add, subtract, multiply, divide, take remainders (nl.fmod, nl.mod), maxima, minima and ",
-         "comparisons of int32 scalars; no other operator");
+    fail(i, "the sequencers add, subtract, multiply, divide, take remainders (nl.fmod, nl.mod), maxima, minima ",
+         "and comparisons of int32 scalars; no other operator");
   }
 }
 

@@ -1,6 +1,7 @@
 #include "DeviceMemory.h"
 
 #include "BlockOwners.h"
+#include "SpareNodes.h"
 
 #include <sys/mman.h>
 
@@ -85,17 +86,6 @@ std::size_t DeviceMemory::roundSize(std::size_t size) {
 std::size_t DeviceMemory::chargedSize(std::size_t size) {
   return ((size + kSmallRound - 1) / kSmallRound) * kSmallRound;
 }
-
-namespace {
-
-constexpr std::size_t kSpareNodes = 64;
-
-template <typename Node>
-void keepSpare(std::vector<Node>& spares, Node&& node) {
-  if (spares.size() < kSpareNodes) spares.push_back(std::move(node));
-}
-
-}  // namespace
 
 void* DeviceMemory::takeCached(std::size_t rounded) {
   // Best fit, but never hand out more than twice what was asked: a large
@@ -310,6 +300,7 @@ void DeviceMemory::throwOutOfMemory(std::size_t rounded) {
 MemoryStats DeviceMemory::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   MemoryStats stats = stats_;
+  // Derived from the pool when asked; its peak is not tracked between queries.
   stats.inactive_split_bytes.current = static_cast<int64_t>(small_.freeBytesBesideUsedBlocks());
   stats.inactive_split_bytes.peak = std::max(stats.inactive_split_bytes.peak, stats.inactive_split_bytes.current);
   return stats;

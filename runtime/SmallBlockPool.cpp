@@ -3,12 +3,9 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "SpareNodes.h"
+
 namespace nrt {
-namespace {
-
-constexpr std::size_t kSpareNodes = 64;
-
-}  // namespace
 
 char* SmallBlockPool::segmentOf(const char* address) {
   const auto bits = reinterpret_cast<std::uintptr_t>(address);
@@ -36,10 +33,8 @@ void SmallBlockPool::insertFree(char* start, std::size_t bytes) {
 }
 
 void SmallBlockPool::eraseFree(ByAddress::iterator at) {
-  auto size_node = free_by_size_.extract({at->second, at->first});
-  if (spare_size_nodes_.size() < kSpareNodes) spare_size_nodes_.push_back(std::move(size_node));
-  auto address_node = free_by_address_.extract(at);
-  if (spare_address_nodes_.size() < kSpareNodes) spare_address_nodes_.push_back(std::move(address_node));
+  keepSpare(spare_size_nodes_, free_by_size_.extract({at->second, at->first}));
+  keepSpare(spare_address_nodes_, free_by_address_.extract(at));
 }
 
 char* SmallBlockPool::takeFromRuns(std::size_t bytes) {
