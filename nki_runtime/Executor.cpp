@@ -155,7 +155,8 @@ char* Executor::base(const std::vector<void*>& hbm, char* arena, int32_t tensor)
   return arena + plans_[tensor].offset;
 }
 
-void Executor::run(const std::vector<void*>& hbm, uint64_t seed, const Printer* printer) const {
+void Executor::run(const std::vector<void*>& hbm, uint64_t seed, const Printer* printer,
+                   const Communicator* communicator) const {
   if (static_cast<int32_t>(hbm.size()) != program_.arguments) {
     throw std::invalid_argument("nki: kernel '" + program_.kernel + "' takes " + std::to_string(program_.arguments) +
                                 " HBM buffers, got " + std::to_string(hbm.size()));
@@ -201,7 +202,8 @@ void Executor::run(const std::vector<void*>& hbm, uint64_t seed, const Printer* 
       const PartitionStream& stream = streams_[stream_at_[i]];
       std::vector<Bound> bounds;
       for (int32_t k = 0; k < stream.count; ++k) {
-        bounds.push_back(bind(hbm, arena, instructions[stream.first + k], stream.first + k, random.get(), printer));
+        bounds.push_back(
+            bind(hbm, arena, instructions[stream.first + k], stream.first + k, random.get(), printer, communicator));
       }
       runStream(stream, bounds);
       i += stream.count;
@@ -209,10 +211,10 @@ void Executor::run(const std::vector<void*>& hbm, uint64_t seed, const Printer* 
     }
     try {  // an index read at run time (indirect DMA, scalar_offset) may reach outside its tensor
       if (in.dynamic_offsets.empty()) {
-        execute(bind(hbm, arena, in, i, random.get(), printer));
+        execute(bind(hbm, arena, in, i, random.get(), printer, communicator));
       } else {
         const Instruction moved = withDynamicOffsets(program_, in, reg);
-        execute(bind(hbm, arena, moved, i, random.get(), printer));
+        execute(bind(hbm, arena, moved, i, random.get(), printer, communicator));
       }
     } catch (const std::out_of_range& error) {
       throw std::out_of_range("kernel '" + program_.kernel + "', line " + std::to_string(in.line) + ": " +
@@ -223,7 +225,7 @@ void Executor::run(const std::vector<void*>& hbm, uint64_t seed, const Printer* 
 }
 
 Bound Executor::bind(const std::vector<void*>& hbm, char* arena, const Instruction& in, int32_t index,
-                     EngineGenerators* random, const Printer* printer) const {
+                     EngineGenerators* random, const Printer* printer, const Communicator* communicator) const {
   Bound bound{in, base(hbm, arena, in.dst.tensor), program_.tensors[in.dst.tensor].dtype, {}, {},
               rows_independent_[index] != 0};
   for (const Access& input : in.inputs) {
@@ -233,6 +235,7 @@ Bound Executor::bind(const std::vector<void*>& hbm, char* arena, const Instructi
   bound.streaming_stores = bypass_caches_[index] != 0;
   bound.random = random;
   bound.printer = printer;
+  bound.communicator = communicator;
   const TensorInfo& target = program_.tensors[in.dst.tensor];
   if (target.memory != Memory::kHbm) bound.first_lane = in.dst.offset / target.partitionElements();
   if (in.indirect) {

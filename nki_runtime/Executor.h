@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "nki_runtime/Collectives.h"
 #include "nki_runtime/Instructions.h"
 #include "nki_runtime/PartitionStreams.h"
 #include "nki_runtime/Program.h"
@@ -20,8 +21,10 @@ class Executor {
   explicit Executor(Program program);
 
   // hbm[a]: the host address of the call's HBM buffer a (Program::arguments of them). `seed` starts the
-  // engines' random number generators, for programs that use them.
-  void run(const std::vector<void*>& hbm, uint64_t seed = 0, const Printer* printer = nullptr) const;
+  // engines' random number generators, for programs that use them. `communicator` carries out the
+  // program's collectives with the other ranks (none: a program with collectives fails when it reaches one).
+  void run(const std::vector<void*>& hbm, uint64_t seed = 0, const Printer* printer = nullptr,
+           const Communicator* communicator = nullptr) const;
   bool usesRandom() const { return uses_random_; }
 
   const Program& program() const { return program_; }
@@ -35,7 +38,7 @@ class Executor {
   char* base(const std::vector<void*>& hbm, char* arena, int32_t tensor) const;
   // Instruction `index` as `in` says (the program's, or a copy its registers moved).
   Bound bind(const std::vector<void*>& hbm, char* arena, const Instruction& in, int32_t index,
-             EngineGenerators* random, const Printer* printer) const;
+             EngineGenerators* random, const Printer* printer, const Communicator* communicator) const;
   bool argumentsApart(const std::vector<void*>& hbm) const;
   void runStream(const PartitionStream& stream, const std::vector<Bound>& bounds) const;
 

@@ -694,6 +694,9 @@ void execute(const Bound& b) {
     case Opcode::kDevicePrint:
       devicePrint(b);
       break;
+    case Opcode::kCollective:
+      collective(b);
+      break;
   }
 }
 
@@ -733,6 +736,7 @@ bool rowsIndependent(const Program& program, const Instruction& in) {
     case Opcode::kRandomGetState:
     case Opcode::kRandomSeed:
     case Opcode::kDevicePrint:  // prints in program order
+    case Opcode::kCollective:   // one exchange with the other ranks
       return false;
     default:
       break;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <vector>
 
+#include "nki_runtime/Collectives.h"
 #include "nki_runtime/Dtype.h"
 #include "nki_runtime/Program.h"
 
@@ -37,6 +38,7 @@ struct Bound {
   EngineGenerators* random = nullptr;  // the run's random number generators (Random.h)
   int64_t first_lane = 0;              // on-chip dst: the partition its view starts at
   const Printer* printer = nullptr;    // nl.device_print's receiver; none: printing is skipped
+  const Communicator* communicator = nullptr;  // the other ranks, for nki.collectives (Collectives.h)
 
   char* at(char* base, Dtype type, int64_t element) const;
   void loadInput(int k, int64_t offset, float* out) const;

@@ -67,6 +67,7 @@ enum class Opcode : uint8_t {
   kScalarAlu,  // dst = inputs[0] op0 inputs[1] (nisa.scalar_alu): int32, wrapping; division toward zero
   kBranch,     // go on at instruction coefficients[0], further on, when inputs is empty or inputs[0] is zero
                // (nl.if_else); dst names a register, unwritten
+  kCollective,  // nki.collectives: dst from inputs[0] of every rank of a group (Collectives.h says which way)
 };
 
 enum class AluOp : uint8_t {

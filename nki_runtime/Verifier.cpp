@@ -27,7 +27,7 @@ std::string_view opcodeName(Opcode opcode) {
       "affine_select", "nc_match_replace8", "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather",
       "rng", "rand2", "dropout", "rand_set_state", "rand_get_state", "set_rng_seed", "device_print",
       "sequence_bounds", "local_gather", "quantize_mx", "quantize_mx", "nc_matmul_mx", "dma_compute", "loop_begin", "loop_end",
-      "scalar_alu", "branch"};
+      "scalar_alu", "branch", "collective"};
   return kNames[static_cast<int>(opcode)];
 }
 
@@ -202,7 +202,8 @@ void Checker::checkInstruction(int i) {
   if (!checkPacked(i, in)) return;
   if (in.opcode == Opcode::kDevicePrint) return;  // reads any memory, writes nothing
   const bool dma = in.engine == Engine::kDma;
-  if (dma != (in.opcode == Opcode::kDmaCopy || in.opcode == Opcode::kDmaCompute)) {
+  // Collectives move data through the DMA rings (the collective engines drive them).
+  if (dma != (in.opcode == Opcode::kDmaCopy || in.opcode == Opcode::kDmaCompute || in.opcode == Opcode::kCollective)) {
     fail(i, "runs on the ", engineName(in.engine), " engine, which does not execute it");
     return;
   }
@@ -229,6 +230,8 @@ void Checker::checkInstruction(int i) {
         requireSameShape(i, input, in.dst, "a source");
       }
       return;
+    case Opcode::kCollective:
+      return checkCollective(i, in);
     case Opcode::kLoopBegin:
     case Opcode::kLoopEnd:
       return checkLoop(i, in);

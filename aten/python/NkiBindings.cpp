@@ -131,8 +131,10 @@ void* hostAddress(const at::Tensor& tensor) {
 }
 
 // `printer` (or None): called as printer(label, shape, bytes) for each nl.device_print the run reaches.
+// `communicator` (or None): called as communicator(coefficients, op, dtype, bytes) -> bytes for each
+// collective (nki_runtime/Collectives.h; op and dtype as codes() numbers them).
 void run(const nki::Executor& executor, const std::vector<at::Tensor>& buffers, uint64_t seed,
-         const py::object& printer) {
+         const py::object& printer, const py::object& communicator) {
   std::vector<void*> addresses;
   for (const at::Tensor& buffer : buffers) {
     if (!buffer.is_contiguous()) throw std::invalid_argument("nki: HBM buffers must be contiguous");
@@ -145,8 +147,19 @@ void run(const nki::Executor& executor, const std::vector<at::Tensor>& buffers, 
       printer(label, shape, py::bytes(bytes.data(), bytes.size()));
     };
   }
+  nki::Communicator exchange;
+  if (!communicator.is_none()) {
+    exchange = [&communicator](const std::vector<float>& coefficients, nki::AluOp op, nki::Dtype dtype,
+                               const std::vector<char>& sent) {
+      py::gil_scoped_acquire hold;
+      const py::bytes received = communicator(coefficients, static_cast<int>(op), static_cast<int>(dtype),
+                                              py::bytes(sent.data(), sent.size()));
+      const std::string_view view = received;
+      return std::vector<char>(view.begin(), view.end());
+    };
+  }
   py::gil_scoped_release release;
-  executor.run(addresses, seed, print ? &print : nullptr);
+  executor.run(addresses, seed, print ? &print : nullptr, exchange ? &exchange : nullptr);
 }
 
 py::dict codes() {
@@ -169,7 +182,8 @@ py::dict codes() {
                          "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather", "rng",
                          "rand2", "dropout", "rand_set_state", "rand_get_state", "set_rng_seed",
                          "device_print", "sequence_bounds", "local_gather", "quantize_mx_scales", "quantize_mx",
-                         "nc_matmul_mx", "dma_compute", "loop_begin", "loop_end", "scalar_alu", "branch"});
+                         "nc_matmul_mx", "dma_compute", "loop_begin", "loop_end", "scalar_alu", "branch",
+                         "collective"});
   all["alu"] = names({"bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod",
                       "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
                       "logical_or", "logical_xor", "abs_max", "floor_mod"});
@@ -191,7 +205,8 @@ void bindNki(py::module& m) {
              }
              return found;
            })
-      .def("run", &run, py::arg("buffers"), py::arg("seed") = 0, py::arg("printer") = py::none())
+      .def("run", &run, py::arg("buffers"), py::arg("seed") = 0, py::arg("printer") = py::none(),
+           py::arg("communicator") = py::none())
       .def_property_readonly("uses_random", &nki::Executor::usesRandom)
       .def_property_readonly("arena_bytes", &nki::Executor::arenaBytes)
       .def_property_readonly("instructions", [](const nki::Executor& self) {

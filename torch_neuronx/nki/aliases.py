@@ -23,7 +23,7 @@ import types
 # alias -> module of this package that implements it
 _CURRENT = {"nki": "torch_neuronx.nki", "nki.language": "torch_neuronx.nki.language",
             "nki.isa": "torch_neuronx.nki.isa", "nki.isa.constants": "torch_neuronx.nki.isa_constants",
-            "nki.lnc": "torch_neuronx.nki.lnc"}
+            "nki.lnc": "torch_neuronx.nki.lnc", "nki.collectives": "torch_neuronx.nki.collectives"}
 _BETA = {"neuronxcc": None, "neuronxcc.nki": "torch_neuronx.nki.beta",
          "neuronxcc.nki.language": "torch_neuronx.nki.language", "neuronxcc.nki.isa": "torch_neuronx.nki.beta_isa",
          "neuronxcc.nki.typing": "torch_neuronx.nki.nki_typing",

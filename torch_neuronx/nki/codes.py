@@ -11,3 +11,8 @@ def get() -> dict:
         from torch_neuronx import _C
         _codes = {kind: dict(table) for kind, table in _C._nki_codes().items()}
     return _codes
+
+
+def names() -> dict:
+    """Each numbering inverted: number -> name."""
+    return {kind: {number: name for name, number in table.items()} for kind, table in get().items()}

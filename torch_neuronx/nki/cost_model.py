@@ -170,7 +170,7 @@ def _memory_owners(tensors) -> List[int]:
 
 def predict(encoded: dict, version: int = 3) -> Prediction:
     from . import codes
-    names = {kind: {v: k for k, v in table.items()} for kind, table in codes.get().items()}
+    names = codes.names()
     rates = RATES[version]
     clock = {"tensor": rates.tensor_ghz, "vector": rates.vector_ghz, "scalar": rates.scalar_ghz,
              "gpsimd": rates.gpsimd_ghz}
@@ -206,6 +206,8 @@ def predict(encoded: dict, version: int = 3) -> Prediction:
                 nbytes *= 2
             elif opcode == "dma_compute":  # each source streams through the engine
                 nbytes *= max(1, len(ins["inputs"]))
+            # A collective is costed as one transfer of its dst's bytes (assumed: the other ranks, the
+            # collective engines and NeuronLink's rate are not modelled; a lower bound).
             duration = (rates.dma_fixed_ns + nbytes / rates.dma_bytes_per_ns) * 1e-9
             dma_bytes += nbytes
         else:

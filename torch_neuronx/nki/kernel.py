@@ -343,10 +343,18 @@ def _run(compiled: _Compiled, arrays: Sequence[torch.Tensor], was_numpy: bool, d
     ordered = buffers + [later[a] for a in sorted(later)]
     labels = compiled.encoded.get("print_labels")
     compiled.program.run(ordered, _launch_seed(device) if compiled.program.uses_random else 0,
-                         functools.partial(_device_print, labels) if labels else None)
+                         functools.partial(_device_print, labels) if labels else None,
+                         _exchange if compiled.encoded.get("collectives") else None)
     for original, dense in written_back:
         original.copy_(dense)
     return _build_returns(compiled, outputs, was_numpy)
+
+
+def _exchange(coefficients: list, op: int, dtype: int, sent: bytes) -> bytes:
+    """One nki.collectives instruction as the run reaches it (communicator.py), its codes named."""
+    from . import codes, communicator
+    names = codes.names()
+    return communicator.exchange(coefficients, names["alu"][op], _TORCH_DTYPES[names["dtype"][dtype]], sent)
 
 
 def _device_print(labels: list, label: int, shape: list, data: bytes) -> None:

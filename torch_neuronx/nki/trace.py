@@ -542,4 +542,5 @@ class Trace:
             instructions.append(enc)
         return {"kernel": self.kernel, "file": self.file, "tensors": tensors, "instructions": instructions,
                 "loop_nests": [[tuple(l) for l in nest] for nest in self.loop_nests], "arguments": self.arguments,
-                "print_labels": list(self.print_labels)}
+                "print_labels": list(self.print_labels),
+                "collectives": any(ins["name"] == "collective" for ins in self.instructions)}

@@ -1,0 +1,42 @@
+// nki.collectives: data moved between the ranks of a job (the NeuronCores
+// that run the same kernel). On Trainium the collective engines move it over
+// NeuronLink; here the executor packs what an instruction sends, hands it to
+// the run's Communicator (the Python layer, over torch.distributed) and
+// unpacks what comes back into the instruction's dst.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "nki_runtime/Dtype.h"
+#include "nki_runtime/Program.h"
+
+namespace nki {
+
+struct Bound;
+
+// What a kCollective instruction does: coefficients[0]. The rest of the coefficients, which the
+// communicator reads: [1] the collective dim, [2] the number of rank-lists (permute: of pairs),
+// [3] their length (permute: 2), then the ranks, list after list.
+enum class CollectiveKind : int32_t {
+  kAllReduce,      // dst = op0 over the group's srcs
+  kAllGather,      // dst = the group's srcs side by side along the collective dim, in group order
+  kReduceScatter,  // dst = this rank's share (along dim 0) of op0 over the group's srcs
+  kAllToAll,       // dst chunk j (along dim 0) = src chunk (this rank's place) of group member j
+  kPermute,        // dst = the src of the rank whose (source, target) pair targets this rank
+  kRankId,         // dst (one int32 register) = this rank's id
+};
+
+CollectiveKind collectiveKind(const Instruction& in);
+
+// Carries one collective out with the other ranks: takes the instruction's coefficients, reduction
+// operator, dtype and the bytes this rank sends (its src in row-major order; nothing for kRankId) and
+// returns the bytes it receives (dst's elements in row-major order; kAllGather: each member's src in
+// group order; empty when nothing comes, as for a rank no permute pair targets).
+using Communicator = std::function<std::vector<char>(const std::vector<float>& coefficients, AluOp op, Dtype dtype,
+                                                     const std::vector<char>& sent)>;
+
+void collective(const Bound& b);
+
+}  // namespace nki

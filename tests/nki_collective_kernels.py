@@ -1,0 +1,132 @@
+"""Kernels with nki.collectives, in the forms AWS's API reference and NKI library show, and the worker that
+runs them on every rank of a torch.distributed job (`python nki_collective_kernels.py RANK WORLD PORT OUT`)."""
+import sys
+from datetime import timedelta
+
+import nki
+import nki.collectives as ncc
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def every_collective(x, group):
+    """x [128, F] on each rank: its all_reduce (add, HBM), all_gather (SBUF, along the free dim),
+    reduce_scatter (maximum, HBM, dim 0), all_to_all (HBM, dim 0) and the rank's id."""
+    parts, (rows, cols) = group.size, x.shape
+    summed = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.all_reduce(srcs=[x], dsts=[summed], replica_group=group, op=nl.add)
+
+    tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x)
+    wide = nl.ndarray((rows, cols * parts), dtype=x.dtype, buffer=nl.sbuf)
+    ncc.all_gather(srcs=[tile], dsts=[wide], replica_group=group, collective_dim=1)
+    gathered = nl.ndarray((rows, cols * parts), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=gathered, src=wide)
+
+    share = nl.ndarray((rows // parts, cols), dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.reduce_scatter(srcs=[x], dsts=[share], replica_group=group, collective_dim=0, op=nl.maximum)
+
+    exchanged = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.all_to_all(srcs=[x], dsts=[exchanged], replica_group=group, collective_dim=0)
+
+    rank = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    nisa.scalar_store(rank, ncc.rank_id())
+    return summed, gathered, share, exchanged, rank
+
+
+@nki.jit
+def permuted(x, pairs):
+    """x sent along (source, target) pairs; a rank no pair targets returns its own x."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=x)
+    ncc.collective_permute(srcs=[x], dsts=[out], source_target_pairs=pairs)
+    return out
+
+
+@nki.jit
+def own_rank_row(table):
+    """Row rank_id() of table [W, F], selected on the device by the register rank_id returns."""
+    row = nl.ndarray((1, table.shape[1]), dtype=table.dtype, buffer=nl.sbuf)
+    width = table.shape[1]
+    nisa.dma_copy(dst=row, src=table.ap([[width, 1], [1, width]], offset=0, scalar_offset=ncc.rank_id() * width))
+    out = nl.ndarray((1, table.shape[1]), dtype=table.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=row)
+    return out
+
+
+# ---- kernels that break a rule; each call must raise NkiError naming it
+
+@nki.jit
+def gather_from_psum(x):
+    tile = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)
+    nisa.memset(dst=tile, value=0.0)
+    wide = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    ncc.all_gather(srcs=[tile], dsts=[wide], replica_group=ncc.ReplicaGroup([[0, 1]]), collective_dim=1)
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=wide)
+    return out
+
+
+@nki.jit
+def reduce_into_other_dtype(x):
+    out = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    ncc.all_reduce(srcs=[x], dsts=[out], replica_group=ncc.ReplicaGroup([[0]]), op=nl.add)
+    return out
+
+
+@nki.jit
+def gather_too_narrow(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)  # two ranks need twice the rows
+    ncc.all_gather(srcs=[x], dsts=[out], replica_group=ncc.ReplicaGroup([[0, 1]]), collective_dim=0)
+    return out
+
+
+@nki.jit
+def reduce_by_multiply(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.all_reduce(srcs=[x], dsts=[out], replica_group=ncc.ReplicaGroup([[0]]), op=nl.multiply)
+    return out
+
+
+@nki.jit
+def all_to_all_in_sbuf(x):
+    tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x)
+    other = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    ncc.all_to_all(srcs=[tile], dsts=[other], replica_group=ncc.ReplicaGroup([[0]]), collective_dim=0)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=other)
+    return out
+
+
+def rank_input(rank: int, dtype, rows: int = 128, cols: int = 64):
+    """What rank `rank` sends: distinct on every rank and every element, exact in bf16."""
+    import torch
+    values = torch.arange(rows * cols, dtype=torch.float32).reshape(rows, cols) % 97 + 100 * rank
+    return values.to(dtype)
+
+
+def worker(rank: int, world: int, port: int, out: str) -> None:
+    import torch
+    import torch.distributed as dist
+    torch.neuron.set_device(rank)
+    dist.init_process_group("neuron", init_method=f"tcp://127.0.0.1:{port}?use_libuv=0", rank=rank,
+                            world_size=world, timeout=timedelta(seconds=60))
+    device = torch.device("neuron", rank)
+    results = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        x = rank_input(rank, dtype).to(device)
+        for order in ([list(range(world))], [list(reversed(range(world)))]):
+            results[(str(dtype), str(order))] = [t.cpu() for t in every_collective(x, ncc.ReplicaGroup(order))]
+    x = rank_input(rank, torch.float32).to(device)
+    results["swap"] = permuted(x, ((0, 1), (1, 0))).cpu()
+    results["one way"] = permuted(x, ((0, 1),)).cpu()
+    results["own row"] = own_rank_row(torch.arange(world * 8, dtype=torch.float32).reshape(world, 8)
+                                      .to(device)).cpu()
+    dist.destroy_process_group()
+    torch.save(results, out)
+
+
+if __name__ == "__main__":
+    worker(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])

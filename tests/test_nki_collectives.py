@@ -1,0 +1,109 @@
+"""nki.collectives: kernels that all-reduce, all-gather, reduce-scatter, all-to-all, permute and read their
+rank, on one rank (no torch.distributed) and on every rank of a 2-rank job, against torch computed on the
+known inputs; and each rule the verifier checks, broken once."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import nki.collectives as ncc
+import nki_collective_kernels as k
+from dist_launch import free_port
+from torch_neuronx.nki.trace import NkiError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORLD = 2
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_one_rank_collectives_return_the_rank_own_data(dtype):
+    x = k.rank_input(0, dtype).to("neuron")
+    summed, gathered, share, exchanged, rank = k.every_collective(x, ncc.ReplicaGroup([[0]]))
+    for result in (summed, gathered, share, exchanged):
+        assert torch.equal(result.cpu(), x.cpu())
+    assert rank.cpu().item() == 0
+    assert torch.equal(k.permuted(x, ((0, 0),)).cpu(), x.cpu())
+
+
+def test_replica_groups():
+    assert ncc.ReplicaGroup.from_partition_op(8, ncc.rg_partition_op.div, 4) == ncc.ReplicaGroup([[0, 1, 2, 3],
+                                                                                                   [4, 5, 6, 7]])
+    assert ncc.ReplicaGroup.from_partition_op(8, ncc.rg_partition_op.mod, 4).rank_lists == ((0, 4), (1, 5), (2, 6),
+                                                                                              (3, 7))
+    assert ncc.ReplicaGroup.from_partition_op(4, ncc.rg_partition_op.bitwise_and, 0).size == 4
+    for bad in ([[0, 1], [1, 2]], [[0, 1], [2]], [[]]):
+        with pytest.raises(ValueError, match="ReplicaGroup"):
+            ncc.ReplicaGroup(bad)
+
+
+def test_a_group_beyond_the_job_is_an_error_naming_the_rank():
+    x = k.rank_input(0, torch.float32).to("neuron")
+    with pytest.raises(RuntimeError, match=r"names rank 1, but this job has 1 rank\(s\)"):
+        k.every_collective(x, ncc.ReplicaGroup([[0, 1]]))
+
+
+@pytest.mark.parametrize("kernel,message", [
+    (k.gather_from_psum, r"cannot read PSUM \('.*' as src\); it must be HBM or SBUF"),
+    (k.reduce_into_other_dtype, "src is float32 and dst bfloat16; a collective does not cast"),
+    (k.gather_too_narrow, "dst must be src with 2 times its size along dim 0"),
+    (k.reduce_by_multiply, "op must be nl.add, nl.maximum or nl.minimum, not multiply"),
+    (k.all_to_all_in_sbuf, "its tensors must be in HBM"),
+])
+def test_each_rule_fires(kernel, message):
+    with pytest.raises(NkiError, match=message):
+        kernel(k.rank_input(0, torch.float32).to("neuron"))
+
+
+def _expected(rank: int, dtype, order: list) -> list:
+    inputs = [k.rank_input(r, dtype) for r in range(WORLD)]
+    place = order.index(rank)
+    rows = inputs[0].shape[0] // WORLD
+    chunks = [x.split(rows) for x in inputs]
+    return [inputs[0] + inputs[1],
+            torch.cat([inputs[r] for r in order], dim=1),
+            torch.maximum(inputs[0], inputs[1])[place * rows:(place + 1) * rows],
+            torch.cat([chunks[r][place] for r in order]),
+            torch.tensor([[rank]], dtype=torch.int32)]
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    """Each rank's results from one 2-rank run of nki_collective_kernels.worker."""
+    out = tmp_path_factory.mktemp("collectives")
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))
+    ranks = [subprocess.Popen([sys.executable, os.path.join(HERE, "nki_collective_kernels.py"), str(r), str(WORLD),
+                               str(port), str(out / f"rank{r}.pt")], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for r in range(WORLD)]
+    logs = []
+    for p in ranks:
+        try:
+            logs.append(p.communicate(timeout=240)[0])
+        except subprocess.TimeoutExpired:
+            for q in ranks:
+                q.kill()
+            pytest.fail("the ranks did not finish within 240 s")
+    assert all(p.returncode == 0 for p in ranks), "\n".join(logs)
+    return [torch.load(out / f"rank{r}.pt") for r in range(WORLD)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("order", [[0, 1], [1, 0]])
+def test_two_ranks_match_torch(job, dtype, order):
+    names = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "rank_id"]
+    for rank in range(WORLD):
+        got = job[rank][(str(dtype), str([order]))]
+        for name, result, expected in zip(names, got, _expected(rank, dtype, order)):
+            assert torch.equal(result, expected.to(result.dtype)), f"rank {rank}, {name}, rank-list {order}"
+
+
+def test_two_ranks_permute_and_select_by_rank(job):
+    inputs = [k.rank_input(r, torch.float32) for r in range(WORLD)]
+    assert torch.equal(job[0]["swap"], inputs[1]) and torch.equal(job[1]["swap"], inputs[0])
+    assert torch.equal(job[0]["one way"], inputs[0]) and torch.equal(job[1]["one way"], inputs[0])
+    for rank in range(WORLD):
+        assert torch.equal(job[rank]["own row"], torch.arange(rank * 8, rank * 8 + 8, dtype=torch.float32)[None])

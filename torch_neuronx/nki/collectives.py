@@ -1,0 +1,174 @@
+"""nki.collectives: data exchanged between the ranks of a job (the NeuronCores that run the same kernel),
+from inside a kernel: all_reduce, all_gather, reduce_scatter, all_to_all, collective_permute and rank_id,
+over the rank-lists of a ReplicaGroup.
+
+Each records one `collective` instruction per (src, dst) pair; the C++ executor packs what it sends and the
+run's communicator (communicator.py) exchanges it with the other ranks over torch.distributed, so a kernel
+launched by every rank of a torchrun job (one process per NeuronCore) behaves as on Trainium. Without
+torch.distributed the job has one rank, 0. Checked as AWS's API reference states: src and dst both in HBM
+or both in SBUF (all_to_all and collective_permute: HBM), one dtype, shapes that fit the group's size."""
+from __future__ import annotations
+
+from enum import Enum
+from typing import Sequence
+
+from .isa import alu_of
+from .language import _emit
+from .trace import View, current
+
+# The kinds, as nki_runtime/Collectives.h numbers them.
+ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, PERMUTE, RANK_ID = range(6)
+_REDUCTIONS = ("add", "maximum", "minimum")
+_REDUCED_DTYPES = ("float32", "bfloat16", "float16", "int32", "uint8")
+
+
+class rg_partition_op(Enum):  # noqa: N801  AWS's name
+    """How ReplicaGroup.from_partition_op numbers a rank's rank-list: op(rank, operand)."""
+    bitwise_and = "bitwise_and"
+    div = "div"
+    mod = "mod"
+
+
+class ReplicaGroup:
+    """The ranks a collective runs on, as rank-lists of one length: it runs within each list, all lists at
+    once; a rank is in at most one list. ReplicaGroup([[0, 1, 2, 3], [4, 5, 6, 7]])."""
+
+    def __init__(self, rank_lists: Sequence[Sequence[int]]):
+        lists = tuple(tuple(int(r) for r in ranks) for ranks in rank_lists)
+        seen = [r for ranks in lists for r in ranks]
+        if not lists or any(not ranks for ranks in lists):
+            raise ValueError(f"ReplicaGroup: {rank_lists!r} has an empty rank-list")
+        if len({len(ranks) for ranks in lists}) != 1:
+            raise ValueError(f"ReplicaGroup: the rank-lists of {rank_lists!r} differ in length")
+        if len(set(seen)) != len(seen) or min(seen) < 0:
+            raise ValueError(f"ReplicaGroup: {rank_lists!r} names a rank twice, or a negative rank")
+        self.rank_lists = lists
+
+    @staticmethod
+    def from_partition_op(world_size: int, op: rg_partition_op, operand: int) -> "ReplicaGroup":
+        """Ranks [0, world_size) with the same op(rank, operand) form one rank-list (in order of that value)."""
+        key = {rg_partition_op.bitwise_and: lambda r: r & operand, rg_partition_op.div: lambda r: r // operand,
+               rg_partition_op.mod: lambda r: r % operand}[rg_partition_op(op)]
+        lists: dict = {}
+        for rank in range(world_size):
+            lists.setdefault(key(rank), []).append(rank)
+        return ReplicaGroup([lists[k] for k in sorted(lists)])
+
+    @property
+    def size(self) -> int:
+        """Ranks per rank-list."""
+        return len(self.rank_lists[0])
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ReplicaGroup) and other.rank_lists == self.rank_lists
+
+    def __hash__(self) -> int:
+        return hash(self.rank_lists)
+
+    def __repr__(self) -> str:
+        return f"ReplicaGroup({[list(ranks) for ranks in self.rank_lists]})"
+
+
+def _group(replica_group, name: str) -> ReplicaGroup:
+    if isinstance(replica_group, ReplicaGroup):
+        return replica_group
+    try:
+        return ReplicaGroup(replica_group)
+    except (TypeError, ValueError) as error:
+        raise current().error(f"{name}: replica_group must be a ReplicaGroup (or its rank-lists): {error}") from None
+
+
+def _pairs(srcs, dsts, name: str, hbm_only: bool, single: bool = False):
+    srcs, dsts = list(srcs), list(dsts)
+    if not srcs or len(srcs) != len(dsts) or not all(isinstance(v, View) for v in srcs + dsts):
+        raise current().error(f"{name}: srcs and dsts must be lists of as many tensors, one dst per src")
+    if single and len(srcs) != 1:
+        raise current().error(f"{name}: takes exactly one src and one dst (no coalescing)")
+    buffers = {v.buffer for v in srcs + dsts}
+    if hbm_only and buffers != {"hbm"}:
+        raise current().error(f"{name}: its tensors must be in HBM, not {sorted(buffers)}")
+    if len(srcs) > 1 and buffers != {"hbm"}:
+        raise current().error(f"{name}: several tensors at once (coalesced) must all be in HBM")
+    return list(zip(srcs, dsts))
+
+
+def _emit_collective(kind: int, dim: int, group: ReplicaGroup, pairs, op: str = "bypass") -> None:
+    ranks = [float(r) for ranks in group.rank_lists for r in ranks]
+    for src, dst in pairs:
+        _emit("collective", "dma", dst, (src,), None, op0=op,
+              coefficients=[kind, dim, len(group.rank_lists), group.size] + ranks)
+
+
+def _reduction(op, name: str, pairs) -> str:
+    alu = alu_of(op)
+    if alu not in _REDUCTIONS:
+        raise current().error(f"{name}: op must be nl.add, nl.maximum or nl.minimum, not {alu}")
+    odd = sorted({v.dtype for pair in pairs for v in pair} - set(_REDUCED_DTYPES))
+    if odd:
+        raise current().error(f"{name}: reduces {', '.join(_REDUCED_DTYPES)} data, not {', '.join(odd)}")
+    return alu
+
+
+def all_reduce(srcs, dsts, replica_group, op, priority=None, name=None) -> None:
+    """Each dst = op (nl.add, nl.maximum, nl.minimum) over its src on every rank of this rank's list."""
+    pairs = _pairs(srcs, dsts, "all_reduce", False)
+    _emit_collective(ALL_REDUCE, 0, _group(replica_group, "all_reduce"), pairs, _reduction(op, "all_reduce", pairs))
+
+
+def all_gather(srcs, dsts, replica_group, collective_dim: int, priority=None, name=None) -> None:
+    """Each dst = the srcs of this rank's list side by side along collective_dim, in list order (HBM: dim 0;
+    SBUF: 2-D tiles, dim 0 or 1)."""
+    pairs = _pairs(srcs, dsts, "all_gather", False)
+    _check_dim("all_gather", collective_dim, pairs, sbuf_dims=(0, 1))
+    _emit_collective(ALL_GATHER, collective_dim, _group(replica_group, "all_gather"), pairs)
+
+
+def reduce_scatter(srcs, dsts, replica_group, collective_dim: int, op, priority=None, name=None) -> None:
+    """Each dst = this rank's part (its place in its list, along dim 0) of op over the list's srcs."""
+    pairs = _pairs(srcs, dsts, "reduce_scatter", False)
+    _check_dim("reduce_scatter", collective_dim, pairs, sbuf_dims=(0,))
+    _emit_collective(REDUCE_SCATTER, 0, _group(replica_group, "reduce_scatter"), pairs,
+                     _reduction(op, "reduce_scatter", pairs))
+
+
+def all_to_all(srcs, dsts, replica_group, collective_dim: int, priority=None, name=None) -> None:
+    """Part j of each src (along dim 0) goes to the j-th rank of this rank's list; part j of dst comes from it."""
+    pairs = _pairs(srcs, dsts, "all_to_all", True)
+    _check_dim("all_to_all", collective_dim, pairs, sbuf_dims=())
+    _emit_collective(ALL_TO_ALL, 0, _group(replica_group, "all_to_all"), pairs)
+
+
+def collective_permute(srcs, dsts, source_target_pairs, priority=None, name=None) -> None:
+    """src of rank s goes to dst of rank t, for each (s, t); a rank no pair targets keeps its dst."""
+    pairs = _pairs(srcs, dsts, "collective_permute", True, single=True)
+    try:
+        routes = [(int(s), int(t)) for s, t in source_target_pairs]
+    except (TypeError, ValueError):
+        raise current().error(f"collective_permute: source_target_pairs must be (source, target) rank pairs, not "
+                              f"{source_target_pairs!r}") from None
+    targets = [t for _, t in routes]
+    if len(set(targets)) != len(targets) or len({s for s, _ in routes}) != len(routes) or \
+            any(r < 0 for pair in routes for r in pair):
+        raise current().error(f"collective_permute: {routes} sends twice from a rank or twice to one")
+    coefficients = [PERMUTE, 0, len(routes), 2] + [float(r) for pair in routes for r in pair]
+    src, dst = pairs[0]
+    _emit("collective", "dma", dst, (src,), None, coefficients=coefficients)
+
+
+def rank_id(name=None):
+    """This rank's id, in a register (an NkiScalar: an offset for .ap(scalar_offset=...), scalar_alu, ...)."""
+    from .device_loops import new_register
+    from .device_scalars import NkiScalar
+    register = new_register(NkiScalar)
+    _emit("collective", "dma", register.view(), (), None, coefficients=[RANK_ID, 0, 1, 1, 0])
+    return register
+
+
+def _check_dim(name: str, dim, pairs, sbuf_dims) -> None:
+    on_chip = pairs[0][0].buffer != "hbm"
+    allowed = sbuf_dims if on_chip else (0,)
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim not in allowed:
+        where = "SBUF" if on_chip else "HBM"
+        raise current().error(f"{name}: collective_dim {dim!r} on {where} tensors; it takes {list(allowed)}")
+    if on_chip and any(v.ndim != 2 for pair in pairs for v in pair):
+        raise current().error(f"{name}: SBUF collectives take 2-D tiles (a partition and one free dim)")

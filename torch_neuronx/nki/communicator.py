@@ -1,0 +1,117 @@
+"""The ranks' side of nki.collectives as a kernel runs: the C++ executor hands each collective instruction's
+bytes to exchange(), which carries it out with the other ranks over torch.distributed (one process per
+NeuronCore, as torchrun launches a Trainium job) and returns what this rank receives.
+
+A rank-list becomes a torch.distributed group the first time a collective uses it: every rank creates the
+groups of a replica group together, in list order, as new_group requires. torch orders a group's members by
+rank; a rank-list may order them otherwise, so parts are reordered between the two. Reductions run in the
+data's dtype; moves go as bytes. Without torch.distributed the job is one rank, 0."""
+from __future__ import annotations
+
+import torch
+
+from .collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, PERMUTE, RANK_ID, REDUCE_SCATTER
+
+_GROUPS: dict = {}  # rank-lists of a replica group -> a torch.distributed group for each
+_REDUCE_OPS = {"add": "SUM", "maximum": "MAX", "minimum": "MIN"}
+
+
+def _world():
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _my_list(rank_lists, rank: int, world: int) -> tuple:
+    beyond = [r for ranks in rank_lists for r in ranks if r >= world]
+    if beyond:
+        raise RuntimeError(f"nki.collectives: the replica group {[list(l) for l in rank_lists]} names rank "
+                           f"{beyond[0]}, but this job has {world} rank(s) (torch.distributed "
+                           f"{'is' if torch.distributed.is_initialized() else 'is not'} initialized)")
+    mine = [ranks for ranks in rank_lists if rank in ranks]
+    if not mine:
+        raise RuntimeError(f"nki.collectives: rank {rank} is in no rank-list of {[list(l) for l in rank_lists]}")
+    return mine[0]
+
+
+def _process_group(rank_lists, mine, world: int):
+    if sorted(mine) == list(range(world)):
+        return None  # the default group
+    groups = _GROUPS.get(rank_lists)
+    if groups is None:
+        groups = _GROUPS[rank_lists] = {ranks: torch.distributed.new_group(list(ranks)) for ranks in rank_lists}
+    return groups[mine]
+
+
+def _device():
+    """Where the exchanged tensors live: neuron when the default group has a backend for it, else the CPU."""
+    from torch.distributed.distributed_c10d import _get_default_group
+    if any(d.type == "neuron" for d in _get_default_group()._device_types):
+        return torch.device("neuron", torch.neuron.current_device())
+    return torch.device("cpu")
+
+
+def _parts(tensor: torch.Tensor, order) -> torch.Tensor:
+    """The equal parts of a flat tensor, in the given order of part indices."""
+    return torch.cat([p for p in (tensor.chunk(len(order))[i] for i in order)])
+
+
+def exchange(coefficients: list, op: str, dtype: torch.dtype, sent: bytes) -> bytes:
+    """One collective instruction: coefficients as nki_runtime/Collectives.h lays them out."""
+    kind, count, length = int(coefficients[0]), int(coefficients[2]), int(coefficients[3])
+    ranks = [int(r) for r in coefficients[4:]]
+    rank, world = _world()
+    if kind == RANK_ID:
+        return torch.tensor([rank], dtype=torch.int32).numpy().tobytes()
+    if kind == PERMUTE:
+        return _permute([tuple(ranks[i:i + 2]) for i in range(0, 2 * count, 2)], rank, world, sent)
+    rank_lists = tuple(tuple(ranks[i * length:(i + 1) * length]) for i in range(count))
+    mine = _my_list(rank_lists, rank, world)
+    as_dtype = kind in (ALL_REDUCE, REDUCE_SCATTER)
+    data = torch.frombuffer(bytearray(sent), dtype=dtype if as_dtype else torch.uint8)
+    if len(mine) == 1:
+        return sent
+    dist = torch.distributed
+    group, device = _process_group(rank_lists, mine, world), _device()
+    by_rank = sorted(mine)  # torch's order of the group's members
+    data = data.to(device)
+    if kind == ALL_REDUCE:
+        dist.all_reduce(data, op=getattr(dist.ReduceOp, _REDUCE_OPS[op]), group=group)
+        received = data
+    elif kind == ALL_GATHER:
+        gathered = torch.empty(data.numel() * len(mine), dtype=data.dtype, device=device)
+        dist.all_gather_into_tensor(gathered, data, group=group)
+        received = _parts(gathered, [by_rank.index(r) for r in mine])
+    elif kind == REDUCE_SCATTER:
+        received = torch.empty(data.numel() // len(mine), dtype=data.dtype, device=device)
+        dist.reduce_scatter_tensor(received, _parts(data, [mine.index(r) for r in by_rank]),
+                                   op=getattr(dist.ReduceOp, _REDUCE_OPS[op]), group=group)
+    elif kind == ALL_TO_ALL:
+        out = torch.empty_like(data)
+        dist.all_to_all_single(out, _parts(data, [mine.index(r) for r in by_rank]), group=group)
+        received = _parts(out, [by_rank.index(r) for r in mine])
+    else:
+        raise RuntimeError(f"nki.collectives: unknown collective kind {kind}")
+    return received.cpu().contiguous().view(torch.uint8).numpy().tobytes()
+
+
+def _permute(routes, rank: int, world: int, sent: bytes) -> bytes:
+    beyond = [r for pair in routes for r in pair if r >= world]
+    if beyond:
+        raise RuntimeError(f"nki.collectives: collective_permute {routes} names rank {beyond[0]}, but this job "
+                           f"has {world} rank(s)")
+    send_to = [t for s, t in routes if s == rank]
+    receive_from = [s for s, t in routes if t == rank]
+    if send_to == [rank]:
+        return sent
+    dist = torch.distributed
+    device = _device() if world > 1 else torch.device("cpu")
+    data = torch.frombuffer(bytearray(sent), dtype=torch.uint8).to(device)
+    received = torch.empty_like(data)
+    ops = [dist.P2POp(dist.isend, data, t) for t in send_to] + \
+          [dist.P2POp(dist.irecv, received, s) for s in receive_from]
+    if ops:
+        for work in dist.batch_isend_irecv(ops):
+            work.wait()
+    return received.cpu().numpy().tobytes() if receive_from else b""
