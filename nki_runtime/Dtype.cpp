@@ -6,6 +6,8 @@
 #include <cstring>
 #include <limits>
 
+#include "nki_runtime/Fp8Rows.h"
+
 namespace nki {
 namespace {
 
@@ -298,6 +300,10 @@ void storeRow(const float* values, int64_t count, char* base, int64_t stride_byt
       const uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);
       halves[i] = nan ? 0x7fc0 : static_cast<uint16_t>(rounded >> 16);
     }
+    return;
+  }
+  if ((dtype == Dtype::kFloat8E4M3 || dtype == Dtype::kFloat8E5M2) && stride_bytes == 1 &&
+      storeFp8Row(values, count, reinterpret_cast<uint8_t*>(base), dtype)) {
     return;
   }
   for (int64_t i = 0; i < count; ++i) fromFloat(values[i], base + i * stride_bytes, dtype);

@@ -145,14 +145,19 @@ void quantizeMx(const Bound& b) {
     loadRow(b.inputs[0] + (src.offset + p * src.strides[0]) * in_size, src.strides[1] * in_size, 4 * F,
             b.input_types[0], row);
     for (int64_t f = 0; f < F; ++f) {
-      const int code = *scaleAt(b.inputs[1], scales, p / 8, P, f);
-      auto* element = reinterpret_cast<uint8_t*>(b.dst + (dst.offset + p * dst.strides[0] + f * dst.strides[1]) *
-                                                 out_size);
+      const float factor = tables().inverse_scale[*scaleAt(b.inputs[1], scales, p / 8, P, f)];
       for (int j = 0; j < 4; ++j) {
-        const float value = row[4 * f + j] * tables().inverse_scale[code];  // a power of two: rounds as ldexp
-        fromFloat(std::isnan(value) ? value : std::clamp(value, -limit, limit), element + j, value_type);
+        const float value = row[4 * f + j] * factor;  // a power of two: rounds as ldexp
+        row[4 * f + j] = std::isnan(value) ? value : std::clamp(value, -limit, limit);
       }
     }
+    // The 4 values of an element are its 4 bytes; elements one after another make one row of bytes.
+    char* first = b.dst + (dst.offset + p * dst.strides[0]) * out_size;
+    if (dst.strides[1] == 1) {
+      storeRow(row, 4 * F, first, 1, value_type);
+      continue;
+    }
+    for (int64_t f = 0; f < F; ++f) storeRow(row + 4 * f, 4, first + f * dst.strides[1] * out_size, 1, value_type);
   }
 }
 

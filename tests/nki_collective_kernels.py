@@ -115,6 +115,14 @@ def worker(rank: int, world: int, port: int, out: str) -> None:
                             world_size=world, timeout=timedelta(seconds=60))
     device = torch.device("neuron", rank)
     results = {}
+    if world > 2:  # rank-lists smaller than the job: one torch.distributed group each
+        x = rank_input(rank, torch.float32).to(device)
+        for op in (ncc.rg_partition_op.div, ncc.rg_partition_op.mod):
+            group = ncc.ReplicaGroup.from_partition_op(world, op, 2)
+            results[op.name] = [t.cpu() for t in every_collective(x, group)]
+        dist.destroy_process_group()
+        torch.save(results, out)
+        return
     for dtype in (torch.float32, torch.bfloat16):
         x = rank_input(rank, dtype).to(device)
         for order in ([list(range(world))], [list(reversed(range(world)))]):

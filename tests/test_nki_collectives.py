@@ -59,26 +59,26 @@ def test_each_rule_fires(kernel, message):
 
 
 def _expected(rank: int, dtype, order: list) -> list:
-    inputs = [k.rank_input(r, dtype) for r in range(WORLD)]
+    """What `rank` gets from every_collective over the rank-list `order` (which holds it)."""
+    inputs = {r: k.rank_input(r, dtype) for r in order}
     place = order.index(rank)
-    rows = inputs[0].shape[0] // WORLD
-    chunks = [x.split(rows) for x in inputs]
-    return [inputs[0] + inputs[1],
+    rows = inputs[rank].shape[0] // len(order)
+    chunks = {r: x.split(rows) for r, x in inputs.items()}
+    largest = torch.stack(list(inputs.values())).amax(dim=0)
+    return [sum(inputs.values()),
             torch.cat([inputs[r] for r in order], dim=1),
-            torch.maximum(inputs[0], inputs[1])[place * rows:(place + 1) * rows],
+            largest[place * rows:(place + 1) * rows],
             torch.cat([chunks[r][place] for r in order]),
             torch.tensor([[rank]], dtype=torch.int32)]
 
 
-@pytest.fixture(scope="module")
-def job(tmp_path_factory):
-    """Each rank's results from one 2-rank run of nki_collective_kernels.worker."""
-    out = tmp_path_factory.mktemp("collectives")
+def _launch(world: int, out) -> list:
+    """Each rank's results from one run of nki_collective_kernels.worker on `world` ranks."""
     port = free_port()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))
-    ranks = [subprocess.Popen([sys.executable, os.path.join(HERE, "nki_collective_kernels.py"), str(r), str(WORLD),
+    ranks = [subprocess.Popen([sys.executable, os.path.join(HERE, "nki_collective_kernels.py"), str(r), str(world),
                                str(port), str(out / f"rank{r}.pt")], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for r in range(WORLD)]
+                              stderr=subprocess.STDOUT, text=True) for r in range(world)]
     logs = []
     for p in ranks:
         try:
@@ -88,7 +88,23 @@ def job(tmp_path_factory):
                 q.kill()
             pytest.fail("the ranks did not finish within 240 s")
     assert all(p.returncode == 0 for p in ranks), "\n".join(logs)
-    return [torch.load(out / f"rank{r}.pt") for r in range(WORLD)]
+    return [torch.load(out / f"rank{r}.pt") for r in range(world)]
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    return _launch(WORLD, tmp_path_factory.mktemp("collectives"))
+
+
+def test_four_ranks_in_groups_of_two(tmp_path):
+    """Rank-lists [[0, 1], [2, 3]] and [[0, 2], [1, 3]]: each a torch.distributed group of its own."""
+    results = _launch(4, tmp_path)
+    names = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "rank_id"]
+    for op, rank_lists in (("div", [[0, 1], [2, 3]]), ("mod", [[0, 2], [1, 3]])):
+        for rank in range(4):
+            order = next(ranks for ranks in rank_lists if rank in ranks)
+            for name, result, expected in zip(names, results[rank][op], _expected(rank, torch.float32, order)):
+                assert torch.equal(result, expected), f"rank {rank}, {name}, rank-lists {rank_lists}"
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "nki_runtime/Dtype.h"
 
@@ -88,4 +90,29 @@ TEST(Dtype, SentinelIsNaNForFloats) {
   uint16_t halves[3];
   nki::fillSentinel(reinterpret_cast<char*>(halves), sizeof(halves), Dtype::kBFloat16);
   for (uint16_t h : halves) EXPECT_TRUE(std::isnan(nki::toFloat(&h, Dtype::kBFloat16)));
+}
+
+TEST(Dtype, Fp8RowsEncodeAsOneValueAtATime) {
+  // Every fp32 sign, exponent and top 7 mantissa bits, with low bits that make ties and near-ties:
+  // normals, subnormals of both formats, the largest finite values and beyond, infinities, NaNs. A row
+  // of 4099 values also ends in a partial vector.
+  std::vector<float> values;
+  for (uint32_t top = 0; top < (1u << 16); ++top) {
+    for (uint32_t low : {0x0000u, 0x8000u, 0x7fffu, 0x4001u}) {
+      const uint32_t bits = (top << 16) | low;
+      float value;
+      std::memcpy(&value, &bits, 4);
+      values.push_back(value);
+    }
+  }
+  for (Dtype type : {Dtype::kFloat8E4M3, Dtype::kFloat8E5M2}) {
+    for (std::size_t start = 0; start < values.size(); start += 4099) {
+      const std::size_t count = std::min<std::size_t>(4099, values.size() - start);
+      std::vector<uint8_t> row(count), one(count);
+      nki::storeRow(values.data() + start, static_cast<int64_t>(count), reinterpret_cast<char*>(row.data()), 1,
+                    type);
+      for (std::size_t i = 0; i < count; ++i) nki::fromFloat(values[start + i], &one[i], type);
+      ASSERT_EQ(row, one) << nki::name(type) << " from value " << start;
+    }
+  }
 }

@@ -12,7 +12,7 @@ import torch
 
 from .collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, PERMUTE, RANK_ID, REDUCE_SCATTER
 
-_GROUPS: dict = {}  # rank-lists of a replica group -> a torch.distributed group for each
+_GROUPS: dict = {}  # (the default group, rank-lists of a replica group) -> a torch.distributed group for each
 _REDUCE_OPS = {"add": "SUM", "maximum": "MAX", "minimum": "MIN"}
 
 
@@ -38,9 +38,11 @@ def _my_list(rank_lists, rank: int, world: int) -> tuple:
 def _process_group(rank_lists, mine, world: int):
     if sorted(mine) == list(range(world)):
         return None  # the default group
-    groups = _GROUPS.get(rank_lists)
+    from torch.distributed.distributed_c10d import _get_default_group
+    key = (id(_get_default_group()), rank_lists)  # groups of a destroyed default group are gone with it
+    groups = _GROUPS.get(key)
     if groups is None:
-        groups = _GROUPS[rank_lists] = {ranks: torch.distributed.new_group(list(ranks)) for ranks in rank_lists}
+        groups = _GROUPS[key] = {ranks: torch.distributed.new_group(list(ranks)) for ranks in rank_lists}
     return groups[mine]
 
 
