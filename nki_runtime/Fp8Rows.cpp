@@ -2,18 +2,12 @@
 
 #include <immintrin.h>
 
-#include <cstring>
+#include <bit>
 
 #include "runtime/SimdLevel.h"
 
 namespace nki {
 namespace {
-
-uint32_t bitsOf(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  return bits;
-}
 
 // As Dtype.cpp's encodeSmallFloat, per lane: NaN to the format's NaN; past max_finite to infinity (or
 // max_finite without one); below the smallest normal to whole units, rounded to nearest even; else the
@@ -28,7 +22,7 @@ __attribute__((target("avx512f,avx512bw"))) void encode(const float* values, int
   constexpr uint32_t kSmallestNormal = static_cast<uint32_t>(127 + 1 - kBias) << 23;
   constexpr uint32_t kNan = kHasInfinity ? (kTopExponent << kMantissaBits) | 1u : (1u << (kTotal - 1)) - 1;
   const __m512i magnitude_bits = _mm512_set1_epi32(0x7fffffff), infinity_bits = _mm512_set1_epi32(0x7f800000);
-  const __m512i largest = _mm512_set1_epi32(static_cast<int>(bitsOf(max_finite)));
+  const __m512i largest = _mm512_set1_epi32(std::bit_cast<int>(max_finite));
   const __m512i smallest_normal = _mm512_set1_epi32(static_cast<int>(kSmallestNormal));
   const __m512i half_minus_one = _mm512_set1_epi32((1 << (kDropped - 1)) - 1), one = _mm512_set1_epi32(1);
   const __m512i rebias = _mm512_set1_epi32(static_cast<int>(static_cast<uint32_t>(127 - kBias) << kMantissaBits));
