@@ -23,12 +23,17 @@ def _world():
     return 0, 1
 
 
-def _my_list(rank_lists, rank: int, world: int) -> tuple:
-    beyond = [r for ranks in rank_lists for r in ranks if r >= world]
+def _within_job(what: str, ranks, world: int) -> None:
+    beyond = [r for r in ranks if r >= world]
     if beyond:
-        raise RuntimeError(f"nki.collectives: the replica group {[list(l) for l in rank_lists]} names rank "
-                           f"{beyond[0]}, but this job has {world} rank(s) (torch.distributed "
-                           f"{'is' if torch.distributed.is_initialized() else 'is not'} initialized)")
+        raise RuntimeError(f"nki.collectives: {what} names rank {beyond[0]}, but this job has {world} rank(s) "
+                           f"(torch.distributed {'is' if torch.distributed.is_initialized() else 'is not'} "
+                           "initialized)")
+
+
+def _my_list(rank_lists, rank: int, world: int) -> tuple:
+    _within_job(f"the replica group {[list(l) for l in rank_lists]}", [r for ranks in rank_lists for r in ranks],
+                world)
     mine = [ranks for ranks in rank_lists if rank in ranks]
     if not mine:
         raise RuntimeError(f"nki.collectives: rank {rank} is in no rank-list of {[list(l) for l in rank_lists]}")
@@ -56,7 +61,8 @@ def _device():
 
 def _parts(tensor: torch.Tensor, order) -> torch.Tensor:
     """The equal parts of a flat tensor, in the given order of part indices."""
-    return torch.cat([p for p in (tensor.chunk(len(order))[i] for i in order)])
+    parts = tensor.chunk(len(order))
+    return torch.cat([parts[i] for i in order])
 
 
 def exchange(coefficients: list, op: str, dtype: torch.dtype, sent: bytes) -> bytes:
@@ -70,10 +76,10 @@ def exchange(coefficients: list, op: str, dtype: torch.dtype, sent: bytes) -> by
         return _permute([tuple(ranks[i:i + 2]) for i in range(0, 2 * count, 2)], rank, world, sent)
     rank_lists = tuple(tuple(ranks[i * length:(i + 1) * length]) for i in range(count))
     mine = _my_list(rank_lists, rank, world)
-    as_dtype = kind in (ALL_REDUCE, REDUCE_SCATTER)
-    data = torch.frombuffer(bytearray(sent), dtype=dtype if as_dtype else torch.uint8)
     if len(mine) == 1:
         return sent
+    as_dtype = kind in (ALL_REDUCE, REDUCE_SCATTER)
+    data = torch.frombuffer(bytearray(sent), dtype=dtype if as_dtype else torch.uint8)
     dist = torch.distributed
     group, device = _process_group(rank_lists, mine, world), _device()
     by_rank = sorted(mine)  # torch's order of the group's members
@@ -99,10 +105,7 @@ def exchange(coefficients: list, op: str, dtype: torch.dtype, sent: bytes) -> by
 
 
 def _permute(routes, rank: int, world: int, sent: bytes) -> bytes:
-    beyond = [r for pair in routes for r in pair if r >= world]
-    if beyond:
-        raise RuntimeError(f"nki.collectives: collective_permute {routes} names rank {beyond[0]}, but this job "
-                           f"has {world} rank(s)")
+    _within_job(f"collective_permute {routes}", [r for pair in routes for r in pair], world)
     send_to = [t for s, t in routes if s == rank]
     receive_from = [s for s, t in routes if t == rank]
     if send_to == [rank]:
