@@ -276,7 +276,9 @@ def check_dtensor_sharded_matmul(rank, dev):
     # Rows sharded, weight replicated: each rank holds its rows of the product, exactly as computed locally.
     out = distribute_tensor(x.to(dev), mesh, [Shard(0)]) @ distribute_tensor(w.to(dev), mesh, [Replicate()])
     assert out.placements == (Shard(0),), out.placements
-    assert torch.equal(out.to_local().cpu(), x.chunk(WORLD)[rank] @ w)
+    local = (x.chunk(WORLD)[rank].to(dev) @ w.to(dev)).cpu()
+    assert torch.equal(out.to_local().cpu(), local)
+    torch.testing.assert_close(local, x.chunk(WORLD)[rank] @ w, atol=1e-5, rtol=1e-5)
 
 
 def check_device_mesh_split(rank, dev):

@@ -226,18 +226,24 @@ def test_decode_products_do_not_depend_on_the_rows_layout(dtype, batch):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("k,n", [(768, 2048), (33, 7), (5, 1001), (2048, 300)])
-@pytest.mark.parametrize("batch", [1, 3, 8, 9])
+@pytest.mark.parametrize("k,n", [(768, 2048), (33, 7), (5, 1001), (2048, 300), (17, 1090)])
+@pytest.mark.parametrize("batch", [1, 3, 7, 8, 9])
 def test_rows_times_matrix(dtype, k, n, batch):
-    """x @ W with W stored [K, N] (up to 8 fp32 rows or one bf16 row against a contiguous matrix: the device's
-    column-band kernel; more rows: the CPU GEMM) against a float64 product rounded once."""
+    """x @ W and addmm(bias, x, W) with W stored [K, N] (GPT-2's Conv1D; up to 8 rows, 6 fp32 rows without
+    AVX-512, against a contiguous matrix: the device's column-band kernel, blocks of 8 matrix rows and the
+    rest one by one, bands of 64 columns and a short last one; more rows: the CPU GEMM) against a float64
+    product rounded once."""
     g = torch.Generator().manual_seed(k * 3 + n + batch)
     x = torch.randn(batch, k, generator=g).to(dtype)
     w = torch.randn(k, n, generator=g).to(dtype)
+    bias = torch.randn(n, generator=g).to(dtype)
+    tol = dict(rtol=1e-5, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-2, atol=2e-2)
     got = x.to(N) @ w.to(N)
     assert got.dtype == dtype and got.shape == (batch, n)
-    tol = dict(rtol=1e-5, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-2, atol=2e-2)
     close(got, (x.double() @ w.double()).to(dtype), **tol)
+    got = torch.addmm(bias.to(N), x.to(N), w.to(N))
+    assert got.dtype == dtype and got.shape == (batch, n)
+    close(got, (bias.double() + x.double() @ w.double()).to(dtype), **tol)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

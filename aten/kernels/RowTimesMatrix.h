@@ -10,6 +10,11 @@
 
 namespace torch_neuronx {
 
+// Rows up to which this beats the CPU device's GEMM. Without AVX-512, 7-8 fp32 rows are bound by the
+// multiply-adds, where the GEMM does better ([8, 768] against GPT-2's fp32 matrices from memory, Zen 5
+// as AVX2: 31 ms against 27); bf16 GEMMs there are far slower (0.9 s).
+int64_t maxRowsTimesMatrix(bool bf16);
+
 // x: R rows of K values, x_stride apart; bias: N values, or nullptr; y: [R, N] contiguous.
 void rowsTimesMatrix(const float* x, int64_t x_stride, int64_t R, const float* matrix, const float* bias, float* y,
                      int64_t K, int64_t N);

@@ -39,8 +39,7 @@ DecodeKernel chooseKernel(const at::Tensor& left, const at::Tensor& right, const
     if (rows <= kFewRows && hasFewRowsGemm()) return DecodeKernel::kFewRows;
     return DecodeKernel::kNone;
   }
-  // bf16 rows beyond the first widen the matrix again each: a loss against oneDNN from 4 rows on.
-  if (right.is_contiguous() && rows <= (bf16 ? 1 : kFewRows)) return DecodeKernel::kRowsTimesMatrix;
+  if (right.is_contiguous() && rows <= maxRowsTimesMatrix(bf16)) return DecodeKernel::kRowsTimesMatrix;
   return DecodeKernel::kNone;
 }
 
