@@ -10,7 +10,9 @@ from __future__ import annotations
 import builtins
 from typing import Optional, Sequence
 
-from . import indexing
+from . import grids, indexing
+from .grids import (GridElementOffset, NkiBlockGrid, NkiGrid, NkiTileGrid, alloc_blocks, alloc_tiles,  # noqa: F401
+                    blocks, contiguous_indices, grid_element_offset, interleaved_indices, tiles)
 from .device_loops import dynamic_range, fori_loop, if_else, while_loop  # noqa: F401
 from .indexing import DynSlice, IndexExpr, MGrid, apply_mask, check_bounds
 from .trace import BYTES, FLOATS, NkiError, View, _product, current, dtype_name, promote
@@ -130,12 +132,28 @@ def ones(shape, dtype, buffer=sbuf, name: str = "", **_) -> View:
     return full(shape, 1.0, dtype, buffer, name)
 
 
-def empty_like(x: View, dtype=None, buffer=None, name: str = "", **_) -> View:
-    return ndarray(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+def empty_like(x, dtype=None, buffer=None, name: str = "", transpose_axes=None, **_):
+    """New storage shaped as x (a tensor, or a grid: grids.grid_like); transpose_axes orders its dims for a
+    dma_transpose into it."""
+    if isinstance(x, grids.NkiGrid):
+        return grids.grid_like(x, dtype, buffer, name, transpose_axes)
+    shape = x.shape if transpose_axes is None else tuple(x.shape[a] for a in _permutation(transpose_axes, x.ndim))
+    return ndarray(shape, dtype or x.dtype, buffer or x.buffer, name)
 
 
-def zeros_like(x: View, dtype=None, buffer=None, name: str = "", **_) -> View:
+def zeros_like(x, dtype=None, buffer=None, name: str = "", **_):
+    if isinstance(x, grids.NkiGrid):
+        grid = grids.grid_like(x, dtype, buffer, name)
+        _fill(grid._storage.view, 0.0)
+        return grid
     return zeros(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+
+
+def _permutation(axes, ndim: int):
+    axes = tuple(axes)
+    if sorted(axes) != list(builtins.range(ndim)):
+        raise current().error(f"transpose_axes {axes} is not an order of {ndim} dims")
+    return axes
 
 
 def _fill(tile: View, value, mask=None) -> None:

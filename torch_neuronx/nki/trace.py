@@ -151,6 +151,11 @@ class View(TensorViews):
         return len(self.sizes)
 
     @property
+    def data(self) -> "View":
+        """The tensor itself, as a grid's .data is (kernels written for grids use both)."""
+        return self
+
+    @property
     def itemsize(self) -> int:
         return BYTES[self.dtype]
 
