@@ -1,5 +1,7 @@
 #include "aten/kernels/RowParallel.h"
 
+#include "aten/kernels/RunDelay.h"
+
 #include <ATen/Parallel.h>
 #include <immintrin.h>
 #include <sched.h>
@@ -25,29 +27,43 @@ std::chrono::microseconds spinTime() {
 
 using Clock = std::chrono::steady_clock;
 
-// Decides from the loops themselves whether helper threads help. A loop in
-// which the caller, out of work, waited longer for helpers' claimed chunks
-// than it had worked itself ran slower than without helpers: another process
-// holds the cores. After a few such loops the caller runs loops alone for a
-// while, then tries helpers again (backing off while they keep losing).
+// Decides from the loops themselves whether helper threads help, by two signs
+// that another process holds the cores. A loop in which the caller, out of
+// work, waited longer for helpers' claimed chunks than it had worked itself
+// ran slower than without helpers. And while helpers run, a caller that itself
+// waits for a CPU for more than a share of the time (its run delay) is losing
+// that time to them: three runnable threads on two cores cost the caller a
+// third of its time even in loops no helper delays (decode with one busy
+// process beside it: 1.2-1.3x the time of one thread). Either sign makes the
+// caller run loops alone for a while, then try helpers again, backing off
+// while they keep losing; a window of helper loops without run delay shortens
+// the back-off again.
 class ContentionMonitor {
  public:
   void noteLoop(Clock::duration worked, Clock::duration waited, Clock::time_point now) {
     const bool lost = waited > worked;
     score_ = score_ * 3 / 4 + (lost ? 64 : 0);  // a moving share of lost loops, in 1/256
-    if (score_ >= 128) {
-      alone_until_ = now + backoff_;
-      backoff_ = std::min(backoff_ * 2, kLongestBackoff);
-      score_ = 0;
-    } else if (!lost) {
-      backoff_ = std::max(backoff_ / 2, kShortestBackoff);
-    }
+    if (score_ >= 128) goAlone(now);
+  }
+  // The caller's run delay over a window of loops with helpers, as a share of the window.
+  void noteRunDelay(double share, Clock::time_point now) {
+    if (share > kOversubscribed) return goAlone(now);
+    backoff_ = std::max(backoff_ / 2, kShortestBackoff);
   }
   bool avoidHelpers(Clock::time_point now) const { return now < alone_until_; }
 
  private:
+  void goAlone(Clock::time_point now) {
+    alone_until_ = now + backoff_;
+    backoff_ = std::min(backoff_ * 2, kLongestBackoff);
+    score_ = 0;
+  }
+
   static constexpr Clock::duration kShortestBackoff = std::chrono::milliseconds(20);
   static constexpr Clock::duration kLongestBackoff = std::chrono::seconds(1);
+  // Alone, two threads of ours each have a core and wait for one ~1% of the time; with a third runnable
+  // thread on two cores, a third.
+  static constexpr double kOversubscribed = 0.15;
   int score_ = 0;
   Clock::duration backoff_ = kShortestBackoff;
   Clock::time_point alone_until_{};
@@ -94,7 +110,10 @@ class HelperPool {
     }
     const auto caller_done = Clock::now();
     waitForClaimedChunks(static_cast<int>(chunks));
-    contention_.noteLoop(caller_done - started, Clock::now() - caller_done, caller_done);
+    const auto now = Clock::now();
+    contention_.noteLoop(caller_done - started, now - caller_done, caller_done);
+    thread_local RunDelayClock run_delay;  // the caller's own: /proc/thread-self is per thread
+    if (auto share = run_delay.afterLoop(now, kRunDelayWindow)) contention_.noteRunDelay(*share, now);
   }
 
   // Whether helpers have recently been slower than running the loop alone.
@@ -177,6 +196,8 @@ class HelperPool {
   }
 
   static constexpr int kSpinsBeforeSleep = 4096;  // a few microseconds
+  // Short against a decode step (tens of ms), long against the loops in it (tens of us).
+  static constexpr Clock::duration kRunDelayWindow = std::chrono::milliseconds(5);
   std::vector<std::thread> threads_;
   ContentionMonitor contention_;
   std::atomic<bool> waiting_{false};
