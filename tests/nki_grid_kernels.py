@@ -113,9 +113,9 @@ def gather_rows_by_tiles(data, indices):
         nisa.dma_copy(dst=index_sbuf, src=index_view.data)
         for j in range(out_tiles.shape[1]):
             rows = data_tiles[index_sbuf, j]
-            on_chip = nl.empty_like(rows.data, buffer=nl.sbuf)
-            nisa.dma_copy(dst=on_chip, src=rows.data)
-            nisa.dma_copy(dst=out_tiles[i, j].data, src=on_chip)
+            on_chip = nl.empty_like(rows, buffer=nl.sbuf)
+            nisa.dma_copy(dst=on_chip.data, src=rows.data)
+            nisa.dma_copy(dst=out_tiles[i, j].data, src=on_chip.data)
     return out
 
 
@@ -127,9 +127,9 @@ def tile_chosen_on_device(src, which):
     index = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
     nisa.dma_copy(dst=index, src=which)
     for j in range(src_tiles.shape[1]):
-        tile = nl.ndarray((32, 16), dtype=src.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=tile, src=src_tiles[index, j].data)
-        nisa.dma_copy(dst=nl.tiles(out, tile_shape=(32, 16))[0, j].data, src=tile)
+        tile = nl.empty_like(src_tiles[index, j], buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile.data, src=src_tiles[index, j].data)
+        nisa.dma_copy(dst=nl.tiles(out, tile_shape=(32, 16))[0, j].data, src=tile.data)
     return out
 
 
