@@ -20,7 +20,7 @@ std::optional<uint64_t> RunDelayClock::read() {
   text[n] = '\0';
   // "<time on a CPU> <time waiting for one> <timeslices>", in nanoseconds.
   char* end = nullptr;
-  std::strtoull(text, &end, 10);
+  std::strtoull(text, &end, 10);  // skipped: the time on a CPU
   const char* second = end;
   const uint64_t waited = std::strtoull(second, &end, 10);
   if (end == second) return std::nullopt;
@@ -39,7 +39,10 @@ std::optional<double> RunDelayClock::afterLoop(Clock::time_point now, Clock::dur
   }
   if (now - window_start_ < window) return std::nullopt;
   const auto delay = read();
-  if (!delay) return open_ = false, std::nullopt;
+  if (!delay) {
+    open_ = false;
+    return std::nullopt;
+  }
   const double wall = std::chrono::duration<double, std::nano>(now - window_start_).count();
   const double share = static_cast<double>(*delay - delay_at_start_) / wall;
   window_start_ = now;
