@@ -83,6 +83,12 @@ requires_default_topology = pytest.mark.skipif(
     not _default_topology(), reason="in-process tests assume the default topology; a NEURON_*/TORCH_NEURONX_* "
                                     "variable is set in the environment running pytest")
 
+def close(actual, expected, **kw):
+    """actual, a neuron tensor, equals the CPU tensor expected within torch.testing's tolerances (or kw)."""
+    assert actual.device.type == "neuron", f"result is on {actual.device}"
+    torch.testing.assert_close(actual.cpu(), expected, **kw)
+
+
 requires_two_devices = pytest.mark.skipif(
     torch.neuron.device_count() < 2, reason="needs at least two visible NeuronCores (default topology has 4)")
 

@@ -404,7 +404,7 @@ _TRANSPOSES = {(1, 0), (2, 1, 0), (3, 1, 2, 0)}
 def grid_like(grid: NkiGrid, dtype=None, buffer=None, name: str = "", transpose_axes=None) -> NkiGrid:
     """New storage for a grid's selection (its cells packed densely), a grid of the same kind and cells;
     transpose_axes orders its dims for a dma_transpose into it."""
-    kept = [a for a in grid._axes if a.tiled or not a.consumed]  # a selection chosen on the device: its shape
+    kept = [a for a in grid._axes if a.tiled or not a.consumed]  # one chosen on the device has a fixed shape too
     if transpose_axes is not None:
         transpose_axes = tuple(transpose_axes)
         if transpose_axes not in _TRANSPOSES or len(transpose_axes) != len(kept) or not all(a.tiled for a in kept):
