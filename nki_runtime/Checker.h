@@ -88,6 +88,11 @@ class Checker {
   void checkMatmul(int i, const Instruction& in);
   void checkTranspose(int i, const Instruction& in);
 
+  // VerifierIndirection.cpp: tensor indirection (TensorIndirection.h), NeuronCore-v4: [P, F] data in SBUF
+  // or PSUM, a [P, K] uint16 index in SBUF starting on a quadrant (and on the data's first partition for a
+  // gather), enough index columns for the staged operand's, whole groups of index rows.
+  void checkColumnIndirection(int i, const Instruction& in);
+
   // VerifierMicroscaling.cpp: microscaling (MX) data and instructions, NeuronCore-v4.
   // Packed MX data is written by quantize_mx, read by nc_matmul_mx and moved unconverted by DMA and
   // tensor_copy; no other instruction can take it.

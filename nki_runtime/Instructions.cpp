@@ -18,6 +18,7 @@
 #include "nki_runtime/PartitionSummaries.h"
 #include "nki_runtime/Random.h"
 #include "nki_runtime/RowLoops.h"
+#include "nki_runtime/TensorIndirection.h"
 #include "runtime/SimdLevel.h"
 
 namespace nki {
@@ -697,6 +698,12 @@ void execute(const Bound& b) {
     case Opcode::kCollective:
       collective(b);
       break;
+    case Opcode::kColumnGather:
+      gatherColumns(b);
+      break;
+    case Opcode::kColumnScatter:
+      scatterColumns(b);
+      break;
   }
 }
 
@@ -737,6 +744,8 @@ bool rowsIndependent(const Program& program, const Instruction& in) {
     case Opcode::kRandomSeed:
     case Opcode::kDevicePrint:  // prints in program order
     case Opcode::kCollective:   // one exchange with the other ranks
+    case Opcode::kColumnGather:  // a group's partitions share index rows
+    case Opcode::kColumnScatter:
       return false;
     default:
       break;

@@ -68,6 +68,10 @@ enum class Opcode : uint8_t {
   kBranch,     // go on at instruction coefficients[0], further on, when inputs is empty or inputs[0] is zero
                // (nl.if_else); dst names a register, unwritten
   kCollective,  // nki.collectives: dst from inputs[0] of every rank of a group (Collectives.h says which way)
+  // Tensor indirection (NkiTensor.indirect, NeuronCore-v4; TensorIndirection.h): an instruction's operand
+  // whose columns an index tile chooses, staged in a tile of its own around the instruction, on its engine.
+  kColumnGather,   // dst[p, i] = inputs[0][p, offset(p, i)]; inputs[1] the uint16 index; coefficients {group}
+  kColumnScatter,  // dst[p, offset(p, i)] = inputs[0][p, i]; the same index and group
 };
 
 enum class AluOp : uint8_t {
@@ -107,6 +111,7 @@ struct TensorInfo {
   int32_t argument = -1;       // HBM: the call's buffer it is (>= 0), else kernel-private
   int64_t blocks = 1;          // on-chip: tiles side by side in each partition (axes before nl.par_dim)
   int32_t alias_of = -1;       // >= 0: the tensor whose memory this one reads as its own dtype and shape
+  bool staging = false;        // an indirect operand's columns for one instruction: no SBUF/PSUM of its own
   int64_t elements() const;
   int64_t partitionElements() const;  // on-chip: elements each partition holds
 };

@@ -27,7 +27,7 @@ std::string_view opcodeName(Opcode opcode) {
       "affine_select", "nc_match_replace8", "range_select", "nc_stream_shuffle", "nonzero_with_count", "nc_n_gather",
       "rng", "rand2", "dropout", "rand_set_state", "rand_get_state", "set_rng_seed", "device_print",
       "sequence_bounds", "local_gather", "quantize_mx", "quantize_mx", "nc_matmul_mx", "dma_compute", "loop_begin", "loop_end",
-      "scalar_alu", "branch", "collective"};
+      "scalar_alu", "branch", "collective", "tensor indirection (gather)", "tensor indirection (scatter)"};
   return kNames[static_cast<int>(opcode)];
 }
 
@@ -248,6 +248,9 @@ void Checker::checkInstruction(int i) {
       return checkQuantizeMx(i, in);
     case Opcode::kTranspose:
       return checkTranspose(i, in);
+    case Opcode::kColumnGather:
+    case Opcode::kColumnScatter:
+      return checkColumnIndirection(i, in);
     default:
       break;
   }
@@ -322,7 +325,8 @@ void Checker::checkCapacity() {
   }
   std::map<int, std::vector<std::pair<int, int>>> changes;  // instruction -> (tensor, +1 born / -1 dies)
   for (std::size_t t = 0; t < spans.size(); ++t) {
-    if (program_.tensors[t].memory == Memory::kHbm) continue;
+    // A staged indirect operand is the hardware reading its data's columns in place.
+    if (program_.tensors[t].memory == Memory::kHbm || program_.tensors[t].staging) continue;
     for (const Span& span : spans[t]) {
       if (span.first < 0) continue;
       changes[span.first].push_back({static_cast<int>(t), +1});

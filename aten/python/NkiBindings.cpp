@@ -100,7 +100,7 @@ std::shared_ptr<nki::Executor> build(const std::string& kernel, const std::strin
   program.file = file;
   program.arguments = arguments;
   for (const auto& item : tensors) {
-    const auto t = item.cast<py::tuple>();  // (name, memory, dtype, shape, argument[, blocks])
+    const auto t = item.cast<py::tuple>();  // (name, memory, dtype, shape, argument[, blocks, alias_of, staging])
     nki::TensorInfo info;
     info.name = t[0].cast<std::string>();
     info.memory = static_cast<nki::Memory>(t[1].cast<int>());
@@ -109,6 +109,7 @@ std::shared_ptr<nki::Executor> build(const std::string& kernel, const std::strin
     info.argument = t[4].cast<int32_t>();
     if (t.size() > 5) info.blocks = std::max<int64_t>(1, t[5].cast<int64_t>());
     if (t.size() > 6) info.alias_of = t[6].cast<int32_t>();
+    if (t.size() > 7) info.staging = t[7].cast<bool>();
     program.tensors.push_back(std::move(info));
   }
   for (const auto& item : instructions) program.instructions.push_back(toInstruction(item.cast<py::dict>()));
@@ -183,7 +184,7 @@ py::dict codes() {
                          "rand2", "dropout", "rand_set_state", "rand_get_state", "set_rng_seed",
                          "device_print", "sequence_bounds", "local_gather", "quantize_mx_scales", "quantize_mx",
                          "nc_matmul_mx", "dma_compute", "loop_begin", "loop_end", "scalar_alu", "branch",
-                         "collective"});
+                         "collective", "column_gather", "column_scatter"});
   all["alu"] = names({"bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod",
                       "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
                       "logical_or", "logical_xor", "abs_max", "floor_mod"});

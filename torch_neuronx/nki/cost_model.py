@@ -124,6 +124,11 @@ def _local_gather_cycles(ins: dict, dtypes: List[str]) -> float:
     return GPSIMD_START_CYCLES + indices * per_index / c
 
 
+# An .indirect() operand's columns moved around its instruction (indirection.py): the hardware reads and
+# writes them in place, as part of that instruction.
+STAGING = ("column_gather", "column_scatter")
+
+
 def _cycles(ins: dict, names: dict, dtypes: List[str]) -> float:
     opcode, engine = names["opcode"][ins["opcode"]], names["engine"][ins["engine"]]
     dst = ins["dst"]
@@ -133,6 +138,8 @@ def _cycles(ins: dict, names: dict, dtypes: List[str]) -> float:
         stationary, moving = ins["inputs"][:2]
         return max(min(MATMUL_MIN_CYCLES, stationary[2][1]), moving[2][1])
     if opcode == "quantize_mx_scales":  # one instruction with quantize_mx on the hardware: counted there
+        return 0.0
+    if opcode in STAGING:
         return 0.0
     if opcode == "nc_matmul":
         stationary, moving = ins["inputs"]
@@ -240,7 +247,7 @@ def predict(encoded: dict, version: int = 3) -> Prediction:
         finish = start + duration
         finish_all = max(finish_all, finish)
         busy[engine] += duration
-        counts[engine] += 1
+        counts[engine] += opcode not in STAGING
         record.writes = (record.writes + [(dst_box, finish)])[-256:]
         for access in ins["inputs"]:
             reads = ranges.setdefault(owners[access[0]], _Ranges())

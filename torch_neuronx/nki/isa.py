@@ -12,6 +12,7 @@ from .device_loops import (VirtualRegister, register_alloc, register_load, regis
                            register_store)
 from .device_scalars import NkiScalar, scalar_alu, scalar_load, scalar_store  # noqa: F401
 from .isa_random import dropout, rand2, rand_get_state, rand_set_state, rng, set_rng_seed  # noqa: F401
+from .indirection import columns_of
 from .trace import View, current
 
 
@@ -120,9 +121,9 @@ class oob_mode:  # noqa: N801
 def _indirect_copy(dst: View, src: View, oob, mask, accumulate: bool) -> None:
     """A gather (indirect src) or a scatter (indirect dst): the indirect side becomes the pattern of one row
     along its indirect axis, which the index tile moves as the program runs."""
-    scatter = dst.indirect is not None
+    scatter = dst.vector_offset is not None
     addressed = dst if scatter else src
-    index, dim = addressed.indirect
+    index, dim = addressed.vector_offset
     if not isinstance(index, View) or index.buffer != "sbuf" or index.dtype not in ("int32", "uint32"):
         raise current().error(f"vector_offset must be an SBUF tile of int32 or uint32, not {index!r}")
     if index.elements() != addressed.shape[dim]:
@@ -138,9 +139,9 @@ def _indirect_copy(dst: View, src: View, oob, mask, accumulate: bool) -> None:
 
 def dma_copy(dst: View, src: View, mask=None, dst_rmw_op=None, oob_mode=None, **_) -> None:
     accumulate = _read_modify_write(dst, dst_rmw_op, oob_mode)
-    if dst.indirect is not None and src.indirect is not None:
+    if dst.vector_offset is not None and src.vector_offset is not None:
         raise current().error("dma_copy: an indirect source and an indirect destination at once")
-    if dst.indirect is not None or src.indirect is not None:
+    if dst.vector_offset is not None or src.vector_offset is not None:
         return _indirect_copy(dst, src, oob_mode, mask, accumulate)
     d, s = nl._same_shape(dst, src)
     if d is None:
@@ -181,7 +182,7 @@ def dma_compute(dst: View, srcs, reduce_op=None, scales=None, unique_indices: bo
                               "1.0 (the only one the DMA engines support)")
     if not 1 <= len(srcs) <= 16:
         raise current().error(f"dma_compute: {len(srcs)} sources; it takes 1 to 16")
-    if dst.indirect is not None or any(s.indirect is not None for s in srcs):
+    if dst.vector_offset is not None or any(s.vector_offset is not None for s in srcs):
         return _read_modify_write_compute(dst, srcs, unique_indices, oob_mode)
     if all(s.shape == dst.shape for s in srcs):
         _emit("dma_compute", "dma", dst, srcs, None)
@@ -195,19 +196,19 @@ def dma_compute(dst: View, srcs, reduce_op=None, scales=None, unique_indices: bo
 
 def _read_modify_write_compute(dst: View, srcs, unique_indices: bool, oob) -> None:
     def same(a: View, b: View) -> bool:
-        return a.access() == b.access() and a.indirect == b.indirect
+        return a.access() == b.access() and a.vector_offset == b.vector_offset
     if len(srcs) != 2 or not unique_indices:
         raise current().error("dma_compute with a vector_offset reads and writes dst in place: exactly two "
                               "sources and unique_indices=True (AWS: repeated indices are not supported yet)")
-    if dst.indirect is not None:  # scatter: dst[indices] = dst[indices] + src
+    if dst.vector_offset is not None:  # scatter: dst[indices] = dst[indices] + src
         others = [s for s in srcs if not same(s, dst)]
         if len(others) != 1 or dst.buffer != "hbm" or others[0].buffer != "sbuf":
             raise current().error("dma_compute scatter: dst (HBM, with a vector_offset) must be one of the two "
                                   "sources, the other an SBUF tile")
         source = others[0]
     else:  # gather: dst = dst + src[indices]
-        gathered = [s for s in srcs if s.indirect is not None]
-        rest = [s for s in srcs if s.indirect is None]
+        gathered = [s for s in srcs if s.vector_offset is not None]
+        rest = [s for s in srcs if s.vector_offset is None]
         if len(gathered) != 1 or not rest or not same(rest[0], dst) or dst.buffer != "sbuf" \
                 or gathered[0].buffer != "hbm":
             raise current().error("dma_compute gather: dst (SBUF) must be one of the two sources, the other an "
@@ -226,7 +227,7 @@ _DMA_TRANSPOSE_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 
 def transposed_source(src: View, axes=None, dge_mode=None) -> View:
     """The view a DMA transpose reads: src with its axes permuted as dma_transpose permutes them."""
-    if src.indirect is not None:
+    if src.vector_offset is not None:
         raise current().error("dma_transpose of an indirect source (vector_offset) is not supported by this "
                               "emulator yet")
     expected = _DMA_TRANSPOSE_AXES.get(src.ndim)
@@ -256,11 +257,15 @@ def nc_matmul(dst: View, stationary: View, moving: View, accumulate: Optional[bo
               is_transpose: bool = False, mask=None, **_) -> None:
     """dst[M, N] = stationary[K, M].T @ moving[K, N]; accumulate=None adds to what an earlier
     write left in that PSUM range and overwrites a range not yet written, as the hardware does."""
+    if any(columns_of(v) is not None for v in (dst, stationary, moving)) and (
+            is_transpose or tuple(_.get("tile_position") or (0, 0)) != (0, 0)):
+        raise current().error("nc_matmul: an .indirect() operand works without is_transpose and tile_position "
+                              "(hardware tiling)")
     if is_transpose:
         _emit("nc_transpose", "tensor", dst, (stationary,), mask)
         return
-    if accumulate is None:
-        accumulate = nl._psum_written_before(dst)
+    if accumulate is None:  # an .indirect() dst's columns are known only as it runs: it starts a group
+        accumulate = nl._psum_written_before(dst) and columns_of(dst) is None
     _emit("nc_matmul", "tensor", dst, (stationary, moving), mask, accumulate=bool(accumulate))
 
 
@@ -751,8 +756,11 @@ def nc_matmul_mx(dst: View, stationary: View, moving: View, stationary_scale: Vi
     """dst[M, N] (+)= the product of packed MX tiles stationary [K, M] and moving [K, N] over K and the four
     values of each element, each value times its group's scale (NeuronCore-v4). Row tiling (tile_position,
     tile_size) changes where the Tensor engine runs it, not the result."""
+    operands = (dst, stationary, moving, stationary_scale, moving_scale)
+    if any(columns_of(v) is not None for v in operands) and tuple(tile_position or (0, 0)) != (0, 0):
+        raise current().error("nc_matmul_mx: an .indirect() operand works without tile_position (hardware tiling)")
     if accumulate is None:
-        accumulate = nl._psum_written_before(dst)
+        accumulate = nl._psum_written_before(dst) and columns_of(dst) is None
     _emit("nc_matmul_mx", "tensor", dst, (stationary, moving, stationary_scale, moving_scale), None,
           accumulate=bool(accumulate))
 

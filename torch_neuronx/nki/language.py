@@ -319,6 +319,8 @@ def assign(target: View, value) -> None:
         _fill(target, value)
         return
     last = trace.instructions[-1] if trace.instructions else None
+    if target.is_indirect() or (last is not None and last["name"] == "column_scatter"):
+        last = None  # an indirect view is staged around its instruction (indirection.py): no rewrite
     if (last is not None and target.partition_axis == 0 and last["dst"].decl is value.decl and value.is_whole()
             and value.decl.memory ==
             target.decl.memory and value.shape == target.shape and value.decl.argument < 0
@@ -369,7 +371,7 @@ def accumulate_into(target: View, value) -> None:
     """target += value: a matmul accumulates in PSUM; anything else is an add the loops may share."""
     trace = current()
     last = trace.instructions[-1] if trace.instructions else None
-    if (isinstance(value, View) and last is not None and last["name"] == "nc_matmul" and
+    if (isinstance(value, View) and last is not None and last["name"] == "nc_matmul" and not target.is_indirect() and
             last["dst"].decl is value.decl and target.buffer == "psum" and value.shape == target.shape and
             target.partition_axis == 0):
         # The first product into a PSUM range starts its accumulation group (what was there is not added,

@@ -89,6 +89,7 @@ class TensorDecl:
         self.shape, self.argument, self.line = shape, argument, line
         self.blocks = blocks  # on-chip: tiles side by side in each partition (the axes before nl.par_dim)
         self.alias_of = -1  # >= 0: another tensor's memory seen as this dtype and shape (.ap(dtype=...))
+        self.staging = False  # an .indirect() operand's columns for one instruction (indirection.py)
 
     def strides(self) -> Tuple[int, ...]:
         strides, step = [], 1
@@ -126,7 +127,7 @@ class View(TensorViews):
         self.axis_vars = tuple(axis_vars) if axis_vars is not None else (None,) * len(self.sizes)
         self.bounds = tuple(bounds)
         self.partition_axis = partition_axis
-        self.indirect: Optional[Tuple["View", int]] = None  # (index tile, axis): View.ap(vector_offset=...)
+        self.vector_offset: Optional[Tuple["View", int]] = None  # (index tile, axis): View.ap(vector_offset=...)
         self.dynamic = None  # a VirtualRegister whose value moves the view as it runs: View.ap(scalar_offset=...)
 
     @classmethod
@@ -268,7 +269,7 @@ class View(TensorViews):
         if vector_offset is not None:
             if not 0 <= indirect_dim < view.ndim:
                 raise NkiError(f"indirect_dim {indirect_dim} of a {view.ndim}-axis access pattern")
-            view.indirect = (vector_offset, indirect_dim)
+            view.vector_offset = (vector_offset, indirect_dim)
         if scalar_offset is not None:  # moved by a register's value (in elements) as the kernel runs
             from .device_loops import VirtualRegister
             if not isinstance(scalar_offset, VirtualRegister):
@@ -501,7 +502,9 @@ class Trace:
         return self.next_var
 
     def emit(self, opcode: str, engine: str, dst: View, inputs: Sequence[View] = (), **fields) -> dict:
-        from . import codes
+        from . import codes, indirection
+        if indirection.involved(dst, inputs):  # staged around the instruction (indirection.py)
+            return indirection.emit(self, opcode, engine, dst, inputs, fields)
         for view in (dst, *inputs):
             if view.ndim > MAX_AXES:
                 raise self.error(f"{opcode}: {view!r} has {view.ndim} axes; an access pattern has at most {MAX_AXES}")
@@ -537,7 +540,7 @@ class Trace:
         from . import codes
         c = codes.get()
         tensors = [(t.name, c["memory"][t.memory], c["dtype"][t.dtype], list(t.shape), t.argument, t.blocks,
-                    t.alias_of) for t in self.tensors]
+                    t.alias_of, t.staging) for t in self.tensors]
         instructions = []
         for ins in self.instructions:
             enc = {k: v for k, v in ins.items() if k != "name"}

@@ -33,7 +33,7 @@ class TensorViews:
             raise self._refuse(method, f"dim {dim} is the partition dim of an on-chip tensor, which it cannot change")
 
     def _derived(self, method: str, offset: int, sizes, strides, partition_axis=None, keep_dynamic=True):
-        if self.bounds or self.indirect is not None:
+        if self.bounds or self.vector_offset is not None:
             raise self._refuse(method, "a masked or indirect view takes no further view methods here")
         view = trace.View(self.decl, offset, sizes, strides,
                     partition_axis=self.partition_axis if partition_axis is None else partition_axis)
@@ -51,7 +51,8 @@ class TensorViews:
         return [[stride, count] for stride, count in zip(self.strides, self.sizes)]
 
     def is_indirect(self) -> bool:
-        return self.dynamic is not None or self.indirect is not None
+        from .indirection import columns_of
+        return self.dynamic is not None or self.vector_offset is not None or columns_of(self) is not None
 
     # ---- methods ----------------------------------------------------------------------------------------
 
@@ -202,7 +203,7 @@ class TensorViews:
             raise self._refuse("view", "the last dim must be contiguous to be read as another dtype")
         if (self.sizes[-1] * old) % new or any((s * old) % new for s in self.strides[:-1]):
             raise self._refuse("view", f"its rows do not split into whole {dtype} elements")
-        if self.bounds or self.dynamic is not None or self.indirect is not None:
+        if self.bounds or self.dynamic is not None or self.vector_offset is not None:
             raise self._refuse("view", "a masked view or one moved by a device value cannot change dtype")
         alias = self._as_dtype(dtype)
         return trace.View(alias.decl, alias.offset, self.sizes[:-1] + (self.sizes[-1] * old // new,),
@@ -217,8 +218,14 @@ class TensorViews:
         if self.dynamic is not None:
             raise self._refuse("vector_select", "the view already moves by a device value")
         view = self._derived("vector_select", self.offset, (vector_offset.shape[0],) + self.sizes[1:], self.strides)
-        view.indirect = (vector_offset, 0)
+        view.vector_offset = (vector_offset, 0)
         return view
+
+    def indirect(self, index, num_elem=None):
+        """Tensor indirection (NeuronCore-v4): the [P, num_elem] columns of this [P, F] on-chip view that the
+        uint16 index tile picks, for one compute instruction to read or write (indirection.py)."""
+        from .indirection import indirect
+        return indirect(self, index, num_elem)
 
 
 def _device_index(index):
