@@ -70,6 +70,7 @@ class Checker {
   // pattern and the index tile has one index for each row of the source.
   void checkIndirect(int i, const Instruction& in);
   void checkCollective(int i, const Instruction& in);
+  void checkVariableCollective(int i, const Instruction& in);
   void checkPartitionReduce(int i, const Instruction& in);
   // Within each quadrant of 32 partitions, dst partition i copies src partition mask[i] (255: keeps its own).
   void checkStreamShuffle(int i, const Instruction& in);

@@ -26,14 +26,25 @@ enum class CollectiveKind : int32_t {
   kAllToAll,       // dst chunk j (along dim 0) = src chunk (this rank's place) of group member j
   kPermute,        // dst = the src of the rank whose (source, target) pair targets this rank
   kRankId,         // dst (one int32 register) = this rank's id
+  // Variable lengths, src and dst as flat element buffers, inputs[1] the uint32 metadata [rows, members]
+  // (rows 0, 1: send counts and offsets per member; 2: receive counts, written unless coefficients[1] has
+  // bit 1; 3: receive offsets when it has bit 2, else member s's chunk lands at s * (dst elements / members)).
+  kAllToAllV,      // chunk j of src (row 0, 1 column j) to member j
+  kAllGatherV,     // one chunk (row 0, 1 column 0) to every member
 };
+
+// Flags of the variable-length kinds, in coefficients[1].
+constexpr int32_t kRecvCountsKnown = 1;
+constexpr int32_t kHasRecvDisplacements = 2;
 
 CollectiveKind collectiveKind(const Instruction& in);
 
 // Carries one collective out with the other ranks: takes the instruction's coefficients, reduction
 // operator, dtype and the bytes this rank sends (its src in row-major order; nothing for kRankId) and
 // returns the bytes it receives (dst's elements in row-major order; kAllGather: each member's src in
-// group order; empty when nothing comes, as for a rank no permute pair targets).
+// group order; empty when nothing comes, as for a rank no permute pair targets). The variable-length
+// kinds send a uint32 element count per chunk (per member; kAllGatherV: one), then the chunks, and
+// receive a uint32 count per member, then the members' chunks, in group order.
 using Communicator = std::function<std::vector<char>(const std::vector<float>& coefficients, AluOp op, Dtype dtype,
                                                      const std::vector<char>& sent)>;
 

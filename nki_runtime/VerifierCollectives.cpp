@@ -25,6 +25,7 @@ void Checker::checkCollective(int i, const Instruction& in) {
     if (in.dst.elements() != 1 || tensor(in.dst).dtype != Dtype::kInt32) fail(i, "rank_id writes one int32 register");
     return;
   }
+  if (kind == CollectiveKind::kAllToAllV || kind == CollectiveKind::kAllGatherV) return checkVariableCollective(i, in);
   if (in.inputs.size() != 1) return fail(i, "a collective takes one src per dst");
   const Access& src = in.inputs[0];
   const bool hbm_only = kind == CollectiveKind::kAllToAll || kind == CollectiveKind::kPermute;
@@ -60,11 +61,38 @@ void Checker::checkCollective(int i, const Instruction& in) {
       }
       break;
     case CollectiveKind::kRankId:
+    case CollectiveKind::kAllToAllV:
+    case CollectiveKind::kAllGatherV:
       break;
   }
   if ((kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter) &&
       in.op0 != AluOp::kAdd && in.op0 != AluOp::kMaximum && in.op0 != AluOp::kMinimum) {
     fail(i, "reduces with add, maximum or minimum only");
+  }
+}
+
+// all_to_all_v and all_gather_v (AWS's API reference, NKI 0.6): one src and one dst in HBM, of one dtype, and
+// the uint32 metadata, [rows, members] in HBM or [1, rows, members] in SBUF, contiguous: rows 3 or 4, 4 with
+// receive offsets.
+void Checker::checkVariableCollective(int i, const Instruction& in) {
+  if (in.inputs.size() != 2) return fail(i, "takes a src and the metadata tensor");
+  const Access &src = in.inputs[0], &metadata = in.inputs[1];
+  requireMemory(i, in.dst, "dst", {Memory::kHbm});
+  requireMemory(i, src, "src", {Memory::kHbm});
+  requireMemory(i, metadata, "the metadata tensor", {Memory::kHbm, Memory::kSbuf});
+  if (tensor(src).dtype != tensor(in.dst).dtype) {
+    fail(i, "src is ", name(tensor(src).dtype), " and dst ", name(tensor(in.dst).dtype), "; a collective does not cast");
+  }
+  if (tensor(metadata).dtype != Dtype::kUInt32) fail(i, "the metadata must be uint32, not ", name(tensor(metadata).dtype));
+  const auto members = static_cast<int64_t>(in.coefficients[3]);
+  const bool displaced = (static_cast<int32_t>(in.coefficients[1]) & kHasRecvDisplacements) != 0;
+  const int64_t rows = metadata.elements() / members;
+  const bool on_chip = tensor(metadata).memory != Memory::kHbm;
+  const bool shaped = metadata.rank == (on_chip ? 3 : 2) && (!on_chip || metadata.sizes[0] == 1) &&
+                      metadata.sizes[metadata.rank - 1] == members && (rows == 4 || (rows == 3 && !displaced));
+  if (!shaped) {
+    fail(i, "the metadata must hold ", displaced ? "4" : "3 or 4", " rows of ", members, " (a column per member): [rows, ",
+         members, "] in HBM or [1, rows, ", members, "] in SBUF");
   }
 }
 

@@ -55,7 +55,31 @@ def own_rank_row(table):
     return out
 
 
+@nki.jit
+def variable_chunks(x, metadata, dst_elements: int, group, gather: bool, counts_known: bool, displaced: bool):
+    """all_to_all_v (or all_gather_v) of x [1, S] into a [1, dst_elements] dst set to -1 first; returns dst
+    and the metadata as the collective left it (row 2 written unless counts_known)."""
+    out = nl.ndarray((1, dst_elements), dtype=x.dtype, buffer=nl.shared_hbm)
+    fill = nl.ndarray((1, dst_elements), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(fill, -1.0)
+    nisa.dma_copy(dst=out, src=fill)
+    table = nl.ndarray(metadata.shape, dtype=nl.uint32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=table, src=metadata)
+    collective = ncc.all_gather_v if gather else ncc.all_to_all_v
+    collective(srcs=[x], dsts=[out], replica_group=group, metadata_tensor=table, recv_counts_known=counts_known,
+               has_rdispls=displaced)
+    return out, table
+
+
 # ---- kernels that break a rule; each call must raise NkiError naming it
+
+@nki.jit
+def all_to_all_v_with(x, metadata):
+    """all_to_all_v on one rank with the metadata as given (of any dtype)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.all_to_all_v(srcs=[x], dsts=[out], replica_group=ncc.ReplicaGroup([[0]]), metadata_tensor=metadata)
+    return out
+
 
 @nki.jit
 def gather_from_psum(x):
@@ -100,6 +124,40 @@ def all_to_all_in_sbuf(x):
     return out
 
 
+def variable_input(rank: int):
+    """x [1, 8] = 100 rank + 0..7."""
+    import torch
+    return (torch.arange(8, dtype=torch.float32) + 100 * rank)[None]
+
+
+def variable_cases(world: int) -> dict:
+    """Metadata per case and rank: (rank-list, rows [send counts, send offsets, 77s, receive offsets], dst
+    elements, gather, counts_known, displaced)."""
+    if world == 4:  # all_gather_v: rank r sends r + 1 elements from offset 2 (only column 0 counts)
+        return {"gather": ([0, 1, 2, 3], {r: [[r + 1] * 4, [2] * 4, [0] * 4] for r in range(4)}, 32, True, False,
+                           False)}
+    sends = {0: [[2, 3], [0, 4]], 1: [[1, 4], [7, 0]]}  # per rank: counts and offsets of its chunk for each column
+    displacements = {0: [3, 0], 1: [6, 1]}
+    cases = {}
+    for order in ([0, 1], [1, 0]):
+        for known in (False, True):
+            for displaced in (False, True):
+                rows = {r: sends[r] + [[77, 77], displacements[r]] for r in range(2)}
+                cases[(str(order), known, displaced)] = (order, rows, 10, False, known, displaced)
+    return cases
+
+
+def run_variable_cases(rank: int, world: int, device) -> dict:
+    import torch
+    results = {}
+    for key, (order, rows, dst_elements, gather, known, displaced) in variable_cases(world).items():
+        metadata = torch.tensor(rows[rank], dtype=torch.int64).to(torch.uint32).to(device)
+        out, table = variable_chunks(variable_input(rank).to(device), metadata, dst_elements, ncc.ReplicaGroup([order]),
+                                     gather, known, displaced)
+        results[key] = (out.cpu(), table.cpu().to(torch.int64))
+    return results
+
+
 def rank_input(rank: int, dtype, rows: int = 128, cols: int = 64):
     """What rank `rank` sends: distinct on every rank and every element, exact in bf16."""
     import torch
@@ -120,6 +178,7 @@ def worker(rank: int, world: int, port: int, out: str) -> None:
         for op in (ncc.rg_partition_op.div, ncc.rg_partition_op.mod):
             group = ncc.ReplicaGroup.from_partition_op(world, op, 2)
             results[op.name] = [t.cpu() for t in every_collective(x, group)]
+        results["variable"] = run_variable_cases(rank, world, device)
         dist.destroy_process_group()
         torch.save(results, out)
         return
@@ -132,6 +191,7 @@ def worker(rank: int, world: int, port: int, out: str) -> None:
     results["one way"] = permuted(x, ((0, 1),)).cpu()
     results["own row"] = own_rank_row(torch.arange(world * 8, dtype=torch.float32).reshape(world, 8)
                                       .to(device)).cpu()
+    results["variable"] = run_variable_cases(rank, world, device)
     dist.destroy_process_group()
     torch.save(results, out)
 

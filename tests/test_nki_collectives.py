@@ -96,9 +96,75 @@ def job(tmp_path_factory):
     return _launch(WORLD, tmp_path_factory.mktemp("collectives"))
 
 
+def _variable_expected(world: int, key, rank: int):
+    """dst and metadata after all_to_all_v / all_gather_v, from AWS's description of them: each member's chunk
+    (its column for this rank, or column 0 for all_gather_v) at its slot or row 3's offset, row 2 the counts."""
+    order, rows, dst_elements, gather, known, displaced = k.variable_cases(world)[key]
+    out, counts = [-1.0] * dst_elements, []
+    for place, sender in enumerate(order):
+        column = 0 if gather else order.index(rank)
+        count, first = rows[sender][0][column], rows[sender][1][column]
+        at = rows[rank][3][place] if displaced else place * (dst_elements // len(order))
+        out[at:at + count] = k.variable_input(sender)[0, first:first + count].tolist()
+        counts.append(count)
+    table = [list(row) for row in rows[rank]]
+    if not known:
+        table[2] = counts
+    return torch.tensor([out]), torch.tensor(table, dtype=torch.int64)
+
+
+def _check_variable(results, world: int) -> None:
+    for rank in range(world):
+        for key, (out, table) in results[rank]["variable"].items():
+            expected_out, expected_table = _variable_expected(world, key, rank)
+            assert torch.equal(out, expected_out), f"rank {rank}, case {key}: dst"
+            assert torch.equal(table, expected_table), f"rank {rank}, case {key}: metadata"
+
+
+def test_variable_chunks_on_two_ranks(job):
+    # all_to_all_v on [0, 1] and [1, 0], receive counts written or known, equal slots or row 3's offsets.
+    _check_variable(job, WORLD)
+    # One case by hand: rank 1 gets rank 0's x[4:7] at 0 and its own x[0:4] at 5 (slots of 10 // 2).
+    out, table = job[1]["variable"][(str([0, 1]), False, False)]
+    assert out.tolist() == [[4.0, 5.0, 6.0, -1.0, -1.0, 100.0, 101.0, 102.0, 103.0, -1.0]]
+    assert table[2].tolist() == [3, 4]
+
+
+def test_variable_chunks_on_one_rank():
+    x = k.variable_input(0).to("neuron")
+    metadata = torch.tensor([[3], [2], [0]], dtype=torch.int64).to(torch.uint32).to("neuron")
+    out, table = k.variable_chunks(x, metadata, 5, ncc.ReplicaGroup([[0]]), False, False, False)
+    assert out.cpu().tolist() == [[2.0, 3.0, 4.0, -1.0, -1.0]]
+    assert table.cpu().to(torch.int64).tolist() == [[3], [2], [3]]
+
+
+@pytest.mark.parametrize("rows, group, gather, displaced, kind, message", [
+    ([[5], [6], [0]], [[0]], False, False, IndexError, "all_to_all_v: the chunk of member 0 .* elements 6 to 11, "
+                                                       "is past src's 8"),
+    ([[4], [0], [0]], [[0]], False, False, IndexError, "member 0 sends 4 elements to elements 0 to 4 of dst, past its "
+                                                       "slot of 3"),
+    ([[1], [0], [0]], [[0]], False, True, NkiError, "the metadata must hold 4 rows of 1"),
+    ([[1], [0], [0]], [[0]], True, False, NkiError, "all_gather_v runs on rank-lists of 4 ranks"),
+])
+def test_variable_chunk_errors(rows, group, gather, displaced, kind, message):
+    metadata = torch.tensor(rows, dtype=torch.int64).to(torch.uint32).to("neuron")
+    with pytest.raises(kind, match=message):
+        k.variable_chunks(k.variable_input(0).to("neuron"), metadata, 3, ncc.ReplicaGroup(group), gather, False,
+                          displaced)
+
+
+def test_variable_chunk_metadata_must_be_uint32():
+    metadata = torch.tensor([[1], [0], [0]], dtype=torch.int32).to("neuron")
+    with pytest.raises(NkiError, match="the metadata must be uint32, not int32"):
+        k.all_to_all_v_with(k.variable_input(0).to("neuron"), metadata)
+
+
 def test_four_ranks_in_groups_of_two(tmp_path):
-    """Rank-lists [[0, 1], [2, 3]] and [[0, 2], [1, 3]]: each a torch.distributed group of its own."""
+    """Rank-lists [[0, 1], [2, 3]] and [[0, 2], [1, 3]]: each a torch.distributed group of its own; and
+    all_gather_v on the 4 ranks (rank r broadcasts r + 1 elements)."""
     results = _launch(4, tmp_path)
+    _check_variable(results, 4)
+    assert results[3]["variable"]["gather"][0][0, 16:24].tolist() == [202.0, 203.0, 204.0] + [-1.0] * 5
     names = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "rank_id"]
     for op, rank_lists in (("div", [[0, 1], [2, 3]]), ("mod", [[0, 2], [1, 3]])):
         for rank in range(4):

@@ -116,3 +116,35 @@ TEST(Collectives, VerifierChecksMemoryDtypeAndShape) {
     EXPECT_NE(first(b.program()).find("must be HBM"), std::string::npos) << first(b.program());
   }
 }
+
+TEST(Collectives, AllToAllVSendsCountedChunksAndPlacesWhatComesBack) {
+  // Two members: this rank sends x[1:3] to member 0 and x[3:4] to member 1; member 1 (the communicator)
+  // sends back three elements. With receive offsets (row 3: 5, 0), they land at 5 and 0; row 2 gets 2, 3.
+  ProgramBuilder b;
+  const int x = b.argument({1, 6}), out = b.argument({1, 8}), table = b.argument({4, 2}, Dtype::kUInt32);
+  b.emit(Opcode::kCollective, Engine::kDma, whole(out, {1, 8}), {whole(x, {1, 6}), whole(table, {4, 2})})
+      .coefficients = {static_cast<float>(CollectiveKind::kAllToAllV), static_cast<float>(kHasRecvDisplacements),
+                       1.f, 2.f, 0.f, 1.f};
+  ASSERT_TRUE(verify(b.program(), kNeuronCoreV3).empty());
+  std::vector<float> values = {10, 11, 12, 13, 14, 15}, result(8, -1.f);
+  std::vector<uint32_t> metadata = {2, 1, 1, 3, 0, 0, 5, 0};  // rows: counts, offsets, received, landing
+  std::vector<char> sent_seen;
+  const Communicator communicator = [&](const std::vector<float>&, AluOp, Dtype, const std::vector<char>& sent) {
+    sent_seen = sent;
+    std::vector<uint32_t> counts = {2, 3};
+    std::vector<float> chunks = {11, 12, 20, 21, 22};  // member 0's (this rank's own) chunk, then member 1's
+    std::vector<char> bytes(counts.size() * 4 + chunks.size() * 4);
+    std::memcpy(bytes.data(), counts.data(), 8);
+    std::memcpy(bytes.data() + 8, chunks.data(), chunks.size() * 4);
+    return bytes;
+  };
+  Executor(b.program()).run({values.data(), result.data(), metadata.data()}, 0, nullptr, &communicator);
+  std::vector<uint32_t> header(2);
+  std::memcpy(header.data(), sent_seen.data(), 8);
+  EXPECT_EQ(header, (std::vector<uint32_t>{2, 1}));
+  std::vector<float> chunks(3);
+  std::memcpy(chunks.data(), sent_seen.data() + 8, 12);
+  EXPECT_EQ(chunks, (std::vector<float>{11, 12, 13}));
+  EXPECT_EQ(result, (std::vector<float>{20, 21, 22, -1, -1, 11, 12, -1}));
+  EXPECT_EQ(metadata, (std::vector<uint32_t>{2, 1, 1, 3, 2, 3, 5, 0}));
+}

@@ -1,6 +1,6 @@
 """nki.collectives: data exchanged between the ranks of a job (the NeuronCores that run the same kernel),
-from inside a kernel: all_reduce, all_gather, reduce_scatter, all_to_all, collective_permute and rank_id,
-over the rank-lists of a ReplicaGroup.
+from inside a kernel: all_reduce, all_gather, reduce_scatter, all_to_all, collective_permute, the
+variable-length all_to_all_v and all_gather_v, and rank_id, over the rank-lists of a ReplicaGroup.
 
 Each records one `collective` instruction per (src, dst) pair; the C++ executor packs what it sends and the
 run's communicator (communicator.py) exchanges it with the other ranks over torch.distributed, so a kernel
@@ -17,7 +17,8 @@ from .language import _emit
 from .trace import View, current
 
 # The kinds, as nki_runtime/Collectives.h numbers them.
-ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, PERMUTE, RANK_ID = range(6)
+ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, PERMUTE, RANK_ID, ALL_TO_ALL_V, ALL_GATHER_V = range(8)
+RECV_COUNTS_KNOWN, HAS_RECV_DISPLACEMENTS = 1, 2  # their flags
 _REDUCTIONS = ("add", "maximum", "minimum")
 _REDUCED_DTYPES = ("float32", "bfloat16", "float16", "int32", "uint8")
 
@@ -153,6 +154,42 @@ def collective_permute(srcs, dsts, source_target_pairs, priority=None, name=None
     coefficients = [PERMUTE, 0, len(routes), 2] + [float(r) for pair in routes for r in pair]
     src, dst = pairs[0]
     _emit("collective", "dma", dst, (src,), None, coefficients=coefficients)
+
+
+def all_to_all_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known: bool = False,
+                 has_rdispls: bool = False, priority=None, name=None) -> None:
+    """Chunks of lengths known as the kernel runs: src and dst as flat buffers, the uint32 metadata tensor
+    [3 or 4, members] (HBM, or [1, rows, members] in SBUF) giving per member j of this rank's list the count
+    (row 0) and src offset (row 1) of the chunk sent to j. Member s's chunk lands at s * (dst elements /
+    members), or at row 3's offset with has_rdispls; row 2 gets the counts received unless recv_counts_known.
+    dst elements no chunk reaches keep their values."""
+    _variable("all_to_all_v", ALL_TO_ALL_V, srcs, dsts, replica_group, metadata_tensor, recv_counts_known,
+              has_rdispls)
+
+
+def all_gather_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known: bool = False,
+                 has_rdispls: bool = False, priority=None, name=None) -> None:
+    """all_to_all_v with one chunk (column 0 of rows 0 and 1) sent to every member; as AWS's, on rank-lists of
+    4 ranks and without receive offsets."""
+    if has_rdispls:
+        raise current().error("all_gather_v: has_rdispls=True is not supported (AWS's all_gather_v places each "
+                              "chunk in its equal slot of dst)")
+    group = _group(replica_group, "all_gather_v")
+    if group.size != 4:
+        raise current().error(f"all_gather_v runs on rank-lists of 4 ranks (one chip at LNC=2, as AWS documents), "
+                              f"not {group.size}")
+    _variable("all_gather_v", ALL_GATHER_V, srcs, dsts, group, metadata_tensor, recv_counts_known, False)
+
+
+def _variable(name: str, kind: int, srcs, dsts, replica_group, metadata, counts_known: bool, displaced: bool):
+    (src, dst), = _pairs(srcs, dsts, name, True, single=True)
+    if not isinstance(metadata, View):
+        raise current().error(f"{name}: metadata_tensor must be a uint32 tensor, not {type(metadata).__name__}")
+    group = _group(replica_group, name)
+    flags = (RECV_COUNTS_KNOWN if counts_known else 0) | (HAS_RECV_DISPLACEMENTS if displaced else 0)
+    ranks = [float(r) for ranks in group.rank_lists for r in ranks]
+    _emit("collective", "dma", dst, (src, metadata), None,
+          coefficients=[kind, flags, len(group.rank_lists), group.size] + ranks)
 
 
 def rank_id(name=None):

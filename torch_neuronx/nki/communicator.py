@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from .collectives import ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, PERMUTE, RANK_ID, REDUCE_SCATTER
+from .collectives import (ALL_GATHER, ALL_GATHER_V, ALL_REDUCE, ALL_TO_ALL, ALL_TO_ALL_V, PERMUTE, RANK_ID,
+                          REDUCE_SCATTER)
 
 _GROUPS: dict = {}  # (the default group, rank-lists of a replica group) -> a torch.distributed group for each
 _REDUCE_OPS = {"add": "SUM", "maximum": "MAX", "minimum": "MIN"}
@@ -78,6 +79,8 @@ def exchange(coefficients: list, op: str, dtype: torch.dtype, sent: bytes) -> by
     mine = _my_list(rank_lists, rank, world)
     if len(mine) == 1:
         return sent
+    if kind in (ALL_TO_ALL_V, ALL_GATHER_V):
+        return _variable(kind, mine, _process_group(rank_lists, mine, world), dtype, sent)
     as_dtype = kind in (ALL_REDUCE, REDUCE_SCATTER)
     data = torch.frombuffer(bytearray(sent), dtype=dtype if as_dtype else torch.uint8)
     dist = torch.distributed
@@ -120,3 +123,36 @@ def _permute(routes, rank: int, world: int, sent: bytes) -> bytes:
         for work in dist.batch_isend_irecv(ops):
             work.wait()
     return received.cpu().numpy().tobytes() if receive_from else b""
+
+
+def _variable(kind: int, mine: tuple, group, dtype: torch.dtype, sent: bytes) -> bytes:
+    """all_to_all_v / all_gather_v: every member's counts first (an all_gather), then the chunks, each padded
+    to the longest so that torch's equal-part collectives carry them; what comes back is the count from each
+    member, then its chunk, in list order (nki_runtime/Collectives.h)."""
+    dist, device = torch.distributed, _device()
+    n, size = len(mine), torch.empty((), dtype=dtype).element_size()
+    by_rank = sorted(mine)
+    chunks = n if kind == ALL_TO_ALL_V else 1
+    header = torch.frombuffer(bytearray(sent[:4 * chunks]), dtype=torch.int32).to(torch.int64)  # uint32 counts
+    everyone = torch.empty(n * chunks, dtype=torch.int64, device=device)
+    dist.all_gather_into_tensor(everyone, header.to(device), group=group)
+    counts = everyone.cpu().reshape(n, chunks)[[by_rank.index(r) for r in mine]] & 0xFFFFFFFF  # [sender, chunk]
+    widest = int(counts.max()) * size
+    payload, at = torch.zeros(chunks, max(widest, 1), dtype=torch.uint8), 4 * chunks
+    for j in range(chunks):
+        length = int(header[j] & 0xFFFFFFFF) * size
+        if length:
+            payload[j, :length] = torch.frombuffer(bytearray(sent[at:at + length]), dtype=torch.uint8)
+        at += length
+    if kind == ALL_TO_ALL_V:
+        out = torch.empty_like(payload, device=device)
+        dist.all_to_all_single(out, payload[[mine.index(r) for r in by_rank]].to(device), group=group)
+        me = mine.index(torch.distributed.get_rank())
+        received, lengths = out.cpu()[[by_rank.index(r) for r in mine]], counts[:, me]
+    else:
+        out = torch.empty(n, payload.shape[1], dtype=torch.uint8, device=device)
+        dist.all_gather_into_tensor(out, payload[0].to(device), group=group)
+        received, lengths = out.cpu()[[by_rank.index(r) for r in mine]], counts[:, 0]
+    parts = [lengths.to(torch.int32).numpy().tobytes()]
+    parts += [received[s, :int(lengths[s]) * size].numpy().tobytes() for s in range(n)]
+    return b"".join(parts)
