@@ -52,8 +52,9 @@ void collective(const Bound& b) {
   if (!b.communicator) fail("this run has no communicator for the kernel's collectives");
   const CollectiveKind kind = collectiveKind(b.in);
   if (kind == CollectiveKind::kAllToAllV || kind == CollectiveKind::kAllGatherV) return variableCollective(b);
+  const bool reads_src = kind != CollectiveKind::kRankId && kind != CollectiveKind::kRingRankId;
   const std::vector<char> sent =
-      kind == CollectiveKind::kRankId ? std::vector<char>() : packView(b.inputs[0], b.input_types[0], b.in.inputs[0]);
+      reads_src ? packView(b.inputs[0], b.input_types[0], b.in.inputs[0]) : std::vector<char>();
   const std::vector<char> received = (*b.communicator)(b.in.coefficients, b.in.op0, b.dst_type, sent);
   if (received.empty() && kind == CollectiveKind::kPermute) return;  // no pair targets this rank
   const Access& dst = b.in.dst;

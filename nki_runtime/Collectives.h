@@ -31,6 +31,9 @@ enum class CollectiveKind : int32_t {
   // bit 1; 3: receive offsets when it has bit 2, else member s's chunk lands at s * (dst elements / members)).
   kAllToAllV,      // chunk j of src (row 0, 1 column j) to member j
   kAllGatherV,     // one chunk (row 0, 1 column 0) to every member
+  // The ring of each rank-list (collective_permute_implicit): member i sends to member i + 1 (mod length).
+  kRingPermute,    // dst = the src of this rank's predecessor in its list (HBM or SBUF)
+  kRingRankId,     // dst (one int32 register) = the rank `coefficients[1]` places before this one in its list
 };
 
 // Flags of the variable-length kinds, in coefficients[1].

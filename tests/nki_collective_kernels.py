@@ -71,7 +71,37 @@ def variable_chunks(x, metadata, dst_elements: int, group, gather: bool, counts_
     return out, table
 
 
+@nki.jit
+def ring_steps(x, group):
+    """x [1, 8] one step around the ring in HBM; then, on two channels of SBUF tiles, x and the step's result
+    one more step; and the ranks whose data iterations 0, 1 and 2 process."""
+    once = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.collective_permute_implicit(srcs_by_channel=[[x]], dsts_by_channel=[[once]], replica_group=group)
+    tiles = [nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf) for _ in range(4)]
+    nisa.dma_copy(dst=tiles[0], src=x)
+    nisa.dma_copy(dst=tiles[1], src=once)
+    ncc.collective_permute_implicit(srcs_by_channel=[[tiles[0]], [tiles[1]]], dsts_by_channel=[[tiles[2]], [tiles[3]]],
+                                    replica_group=group, channel_ids=[0, 1])
+    again = nl.ndarray((2, x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=again[0:1, :], src=tiles[2])
+    nisa.dma_copy(dst=again[1:2, :], src=tiles[3])
+    ids = []
+    for iteration in range(3):
+        rank = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+        nisa.scalar_store(rank, ncc.collective_permute_implicit_current_processing_rank_id(iteration, group))
+        ids.append(rank)
+    return once, again, ids[0], ids[1], ids[2]
+
+
 # ---- kernels that break a rule; each call must raise NkiError naming it
+
+@nki.jit
+def ring_on_channel_one(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.collective_permute_implicit(srcs_by_channel=[[x]], dsts_by_channel=[[out]],
+                                    replica_group=ncc.ReplicaGroup([[0]]), channel_ids=[1])
+    return out
+
 
 @nki.jit
 def all_to_all_v_with(x, metadata):
@@ -122,6 +152,9 @@ def all_to_all_in_sbuf(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=other)
     return out
+
+
+RING_4 = [0, 2, 1, 3]  # the ring of the 4-rank test: 0 -> 2 -> 1 -> 3 -> 0
 
 
 def variable_input(rank: int):
@@ -179,6 +212,7 @@ def worker(rank: int, world: int, port: int, out: str) -> None:
             group = ncc.ReplicaGroup.from_partition_op(world, op, 2)
             results[op.name] = [t.cpu() for t in every_collective(x, group)]
         results["variable"] = run_variable_cases(rank, world, device)
+        results["ring"] = [t.cpu() for t in ring_steps(variable_input(rank).to(device), ncc.ReplicaGroup([RING_4]))]
         dist.destroy_process_group()
         torch.save(results, out)
         return
@@ -192,6 +226,7 @@ def worker(rank: int, world: int, port: int, out: str) -> None:
     results["own row"] = own_rank_row(torch.arange(world * 8, dtype=torch.float32).reshape(world, 8)
                                       .to(device)).cpu()
     results["variable"] = run_variable_cases(rank, world, device)
+    results["ring"] = [t.cpu() for t in ring_steps(variable_input(rank).to(device), ncc.ReplicaGroup([[0, 1]]))]
     dist.destroy_process_group()
     torch.save(results, out)
 

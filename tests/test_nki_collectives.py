@@ -52,6 +52,7 @@ def test_a_group_beyond_the_job_is_an_error_naming_the_rank():
     (k.gather_too_narrow, "dst must be src with 2 times its size along dim 0"),
     (k.reduce_by_multiply, "op must be nl.add, nl.maximum or nl.minimum, not multiply"),
     (k.all_to_all_in_sbuf, "its tensors must be in HBM"),
+    (k.ring_on_channel_one, r"channel_ids must be 0, 1, ... one per channel \(1\), not \[1\]"),
 ])
 def test_each_rule_fires(kernel, message):
     with pytest.raises(NkiError, match=message):
@@ -130,6 +131,29 @@ def test_variable_chunks_on_two_ranks(job):
     assert table[2].tolist() == [3, 4]
 
 
+def _check_ring(results, order: list) -> None:
+    """Member i's data reaches member i + 1 each step around the rank-list `order`."""
+    for rank in range(len(order)):
+        def before(steps):
+            return order[(order.index(rank) - steps) % len(order)]
+        once, again, *ids = results[rank]["ring"]
+        assert torch.equal(once, k.variable_input(before(1))), f"rank {rank}: one step"
+        assert torch.equal(again, torch.cat([k.variable_input(before(1)), k.variable_input(before(2))])), \
+            f"rank {rank}: the second step's two channels"
+        assert [int(i.item()) for i in ids] == [rank, before(1), before(2)], f"rank {rank}: ranks processed"
+
+
+def test_ring_permute_on_two_ranks(job):
+    _check_ring(job, [0, 1])
+
+
+def test_ring_permute_on_one_rank_keeps_its_data():
+    x = k.variable_input(0).to("neuron")
+    once, again, *ids = k.ring_steps(x, ncc.ReplicaGroup([[0]]))
+    assert torch.equal(once.cpu(), x.cpu()) and torch.equal(again.cpu(), torch.cat([x.cpu()] * 2))
+    assert [int(i.cpu().item()) for i in ids] == [0, 0, 0]
+
+
 def test_variable_chunks_on_one_rank():
     x = k.variable_input(0).to("neuron")
     metadata = torch.tensor([[3], [2], [0]], dtype=torch.int64).to(torch.uint32).to("neuron")
@@ -164,6 +188,7 @@ def test_four_ranks_in_groups_of_two(tmp_path):
     all_gather_v on the 4 ranks (rank r broadcasts r + 1 elements)."""
     results = _launch(4, tmp_path)
     _check_variable(results, 4)
+    _check_ring(results, k.RING_4)
     assert results[3]["variable"]["gather"][0][0, 16:24].tolist() == [202.0, 203.0, 204.0] + [-1.0] * 5
     names = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "rank_id"]
     for op, rank_lists in (("div", [[0, 1], [2, 3]]), ("mod", [[0, 2], [1, 3]])):

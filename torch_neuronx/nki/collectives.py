@@ -1,6 +1,7 @@
 """nki.collectives: data exchanged between the ranks of a job (the NeuronCores that run the same kernel),
 from inside a kernel: all_reduce, all_gather, reduce_scatter, all_to_all, collective_permute, the
-variable-length all_to_all_v and all_gather_v, and rank_id, over the rank-lists of a ReplicaGroup.
+variable-length all_to_all_v and all_gather_v, the ring permute collective_permute_implicit (and the rank a
+ring step brings) and rank_id, over the rank-lists of a ReplicaGroup.
 
 Each records one `collective` instruction per (src, dst) pair; the C++ executor packs what it sends and the
 run's communicator (communicator.py) exchanges it with the other ranks over torch.distributed, so a kernel
@@ -17,7 +18,9 @@ from .language import _emit
 from .trace import View, current
 
 # The kinds, as nki_runtime/Collectives.h numbers them.
-ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, PERMUTE, RANK_ID, ALL_TO_ALL_V, ALL_GATHER_V = range(8)
+(ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, PERMUTE, RANK_ID, ALL_TO_ALL_V, ALL_GATHER_V, RING_PERMUTE,
+ RING_RANK_ID) = range(10)
+_RING_CHANNELS = 4  # AWS: at most 4 channels (for a replica group of every device of a node; 2 for others)
 RECV_COUNTS_KNOWN, HAS_RECV_DISPLACEMENTS = 1, 2  # their flags
 _REDUCTIONS = ("add", "maximum", "minimum")
 _REDUCED_DTYPES = ("float32", "bfloat16", "float16", "int32", "uint8")
@@ -190,6 +193,48 @@ def _variable(name: str, kind: int, srcs, dsts, replica_group, metadata, counts_
     ranks = [float(r) for ranks in group.rank_lists for r in ranks]
     _emit("collective", "dma", dst, (src, metadata), None,
           coefficients=[kind, flags, len(group.rank_lists), group.size] + ranks)
+
+
+def collective_permute_implicit(srcs_by_channel, dsts_by_channel, replica_group, channel_ids=(0,), priority=None,
+                                name=None) -> None:
+    """Around the ring of each rank-list: member i's src goes to member i + 1's dst (the last's to the first),
+    on each channel (one src and one dst each, in HBM or SBUF, of one dtype and size)."""
+    what = "collective_permute_implicit"
+    srcs, dsts = list(srcs_by_channel), list(dsts_by_channel)
+    if not srcs or len(srcs) != len(dsts) or len(srcs) > _RING_CHANNELS:
+        raise current().error(f"{what}: srcs_by_channel and dsts_by_channel list 1 to {_RING_CHANNELS} channels "
+                              f"alike, not {len(srcs)} and {len(dsts)}")
+    if list(channel_ids) != list(range(len(srcs))):
+        raise current().error(f"{what}: channel_ids must be 0, 1, ... one per channel ({len(srcs)}), not "
+                              f"{list(channel_ids)}")
+    group = _group(replica_group, what)
+    ranks = [float(r) for ranks in group.rank_lists for r in ranks]
+    for channel, (src, dst) in enumerate(zip(srcs, dsts)):
+        if len(src) != 1 or len(dst) != 1:
+            raise current().error(f"{what}: channel {channel} must hold exactly one src and one dst")
+        (src, dst), = _pairs(src, dst, what, False, single=True)
+        _emit("collective", "dma", dst, (src,), None, coefficients=[RING_PERMUTE, 0, len(group.rank_lists),
+                                                                    group.size] + ranks)
+
+
+def collective_permute_implicit_current_processing_rank_id(iteration_id: int, replica_group, channel_id: int = 0,
+                                                           name=None):
+    """The rank whose data this rank holds after `iteration_id` ring steps of collective_permute_implicit:
+    its own at 0, then its predecessors' in its rank-list, in a register (an NkiScalar)."""
+    from .device_loops import new_register
+    from .device_scalars import NkiScalar
+    what = "collective_permute_implicit_current_processing_rank_id"
+    if isinstance(iteration_id, bool) or not isinstance(iteration_id, int) or iteration_id < 0:
+        raise current().error(f"{what}: iteration_id must be a Python int >= 0 (a loop's counter as the kernel is "
+                              f"traced), not {iteration_id!r}")
+    if not 0 <= int(channel_id) < _RING_CHANNELS:
+        raise current().error(f"{what}: channel_id {channel_id!r} is not a channel (0 to {_RING_CHANNELS - 1})")
+    group = _group(replica_group, what)
+    register = new_register(NkiScalar)
+    ranks = [float(r) for ranks in group.rank_lists for r in ranks]
+    _emit("collective", "dma", register.view(), (), None,
+          coefficients=[RING_RANK_ID, iteration_id, len(group.rank_lists), group.size] + ranks)
+    return register
 
 
 def rank_id(name=None):
