@@ -39,30 +39,27 @@ int64_t elementAt(const Access& view, int64_t p, int64_t column) {
   return view.offset + p * view.strides[0] + column * view.strides[1];
 }
 
+// Moves each staged element between the staged operand and its data column: into the staging for a
+// gather, out of it for a scatter (the data is the gather's input and the scatter's dst).
+void moveColumns(const Bound& b, bool scatter) {
+  const Access &staged = scatter ? b.in.inputs[0] : b.in.dst, &data = scatter ? b.in.dst : b.in.inputs[0];
+  char* staged_base = scatter ? b.inputs[0] : b.dst;
+  char* data_base = scatter ? b.dst : b.inputs[0];
+  const ColumnOffsets offsets(b, data.sizes[1]);
+  const std::size_t size = byteSize(b.dst_type);
+  for (int64_t p = 0; p < staged.sizes[0]; ++p) {
+    for (int64_t i = 0; i < staged.sizes[1]; ++i) {
+      char* in_staging = b.at(staged_base, b.dst_type, elementAt(staged, p, i));
+      char* in_data = b.at(data_base, b.dst_type, elementAt(data, p, offsets.at(p, i)));
+      std::memcpy(scatter ? in_data : in_staging, scatter ? in_staging : in_data, size);
+    }
+  }
+}
+
 }  // namespace
 
-void gatherColumns(const Bound& b) {
-  const Access &staged = b.in.dst, &data = b.in.inputs[0];
-  const ColumnOffsets offsets(b, data.sizes[1]);
-  const std::size_t size = byteSize(b.dst_type);
-  for (int64_t p = 0; p < staged.sizes[0]; ++p) {
-    for (int64_t i = 0; i < staged.sizes[1]; ++i) {
-      std::memcpy(b.at(b.dst, b.dst_type, elementAt(staged, p, i)),
-                  b.at(b.inputs[0], b.input_types[0], elementAt(data, p, offsets.at(p, i))), size);
-    }
-  }
-}
+void gatherColumns(const Bound& b) { moveColumns(b, false); }
 
-void scatterColumns(const Bound& b) {
-  const Access &data = b.in.dst, &staged = b.in.inputs[0];
-  const ColumnOffsets offsets(b, data.sizes[1]);
-  const std::size_t size = byteSize(b.dst_type);
-  for (int64_t p = 0; p < staged.sizes[0]; ++p) {
-    for (int64_t i = 0; i < staged.sizes[1]; ++i) {
-      std::memcpy(b.at(b.dst, b.dst_type, elementAt(data, p, offsets.at(p, i))),
-                  b.at(b.inputs[0], b.input_types[0], elementAt(staged, p, i)), size);
-    }
-  }
-}
+void scatterColumns(const Bound& b) { moveColumns(b, true); }
 
 }  // namespace nki
