@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "nki_runtime/Alu.h"
 #include "nki_runtime/Instructions.h"
 #include "nki_runtime/RowLoops.h"
 #include "nki_runtime/VariableCollectives.h"
@@ -53,8 +54,16 @@ void collective(const Bound& b) {
   const CollectiveKind kind = collectiveKind(b.in);
   if (kind == CollectiveKind::kAllToAllV || kind == CollectiveKind::kAllGatherV) return variableCollective(b);
   const bool reads_src = kind != CollectiveKind::kRankId && kind != CollectiveKind::kRingRankId;
-  const std::vector<char> sent =
-      reads_src ? packView(b.inputs[0], b.input_types[0], b.in.inputs[0]) : std::vector<char>();
+  std::vector<char> sent = reads_src ? packView(b.inputs[0], b.input_types[0], b.in.inputs[0]) : std::vector<char>();
+  if (kind == CollectiveKind::kRingPermuteReduce) {  // the two sources combined before they travel, in fp32
+    const std::vector<char> other = packView(b.inputs[1], b.input_types[1], b.in.inputs[1]);
+    const std::size_t size = byteSize(b.input_types[0]);
+    for (std::size_t at = 0; at < sent.size(); at += size) {
+      const float value = apply(b.in.op0, toFloat(sent.data() + at, b.input_types[0]),
+                                toFloat(other.data() + at, b.input_types[1]));
+      fromFloat(value, sent.data() + at, b.input_types[0]);
+    }
+  }
   const std::vector<char> received = (*b.communicator)(b.in.coefficients, b.in.op0, b.dst_type, sent);
   if (received.empty() && kind == CollectiveKind::kPermute) return;  // no pair targets this rank
   const Access& dst = b.in.dst;

@@ -34,6 +34,7 @@ enum class CollectiveKind : int32_t {
   // The ring of each rank-list (collective_permute_implicit): member i sends to member i + 1 (mod length).
   kRingPermute,    // dst = the src of this rank's predecessor in its list (HBM or SBUF)
   kRingRankId,     // dst (one int32 register) = the rank `coefficients[1]` places before this one in its list
+  kRingPermuteReduce,  // as kRingPermute, sending op0(inputs[0], inputs[1]) element by element
 };
 
 // Flags of the variable-length kinds, in coefficients[1].

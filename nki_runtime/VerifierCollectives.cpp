@@ -26,7 +26,13 @@ void Checker::checkCollective(int i, const Instruction& in) {
     return;
   }
   if (kind == CollectiveKind::kAllToAllV || kind == CollectiveKind::kAllGatherV) return checkVariableCollective(i, in);
-  if (in.inputs.size() != 1) return fail(i, "a collective takes one src per dst");
+  const std::size_t sources = kind == CollectiveKind::kRingPermuteReduce ? 2 : 1;
+  if (in.inputs.size() != sources) return fail(i, "a collective takes ", sources, " src per dst");
+  if (sources == 2 && (tensor(in.inputs[1]).dtype != tensor(in.inputs[0]).dtype ||
+                       tensor(in.inputs[1]).memory != tensor(in.inputs[0]).memory ||
+                       in.inputs[1].elements() != in.inputs[0].elements())) {
+    fail(i, "srcs0 and srcs1 must be alike: one dtype, one memory, one size");
+  }
   const Access& src = in.inputs[0];
   const bool hbm_only = kind == CollectiveKind::kAllToAll || kind == CollectiveKind::kPermute;
   const std::initializer_list<Memory> hbm = {Memory::kHbm};
@@ -44,6 +50,7 @@ void Checker::checkCollective(int i, const Instruction& in) {
     case CollectiveKind::kAllReduce:
     case CollectiveKind::kPermute:
     case CollectiveKind::kRingPermute:
+    case CollectiveKind::kRingPermuteReduce:
       if (src.elements() != in.dst.elements()) fail(i, "src and dst hold different numbers of elements");
       break;
     case CollectiveKind::kAllGather:
@@ -67,7 +74,8 @@ void Checker::checkCollective(int i, const Instruction& in) {
     case CollectiveKind::kAllGatherV:
       break;
   }
-  if ((kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter) &&
+  if ((kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter ||
+       kind == CollectiveKind::kRingPermuteReduce) &&
       in.op0 != AluOp::kAdd && in.op0 != AluOp::kMaximum && in.op0 != AluOp::kMinimum) {
     fail(i, "reduces with add, maximum or minimum only");
   }

@@ -74,7 +74,8 @@ def variable_chunks(x, metadata, dst_elements: int, group, gather: bool, counts_
 @nki.jit
 def ring_steps(x, group):
     """x [1, 8] one step around the ring in HBM; then, on two channels of SBUF tiles, x and the step's result
-    one more step; and the ranks whose data iterations 0, 1 and 2 process."""
+    one more step; their sum one step (collective_permute_implicit_reduce); and the ranks whose data
+    iterations 0, 1 and 2 process."""
     once = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     ncc.collective_permute_implicit(srcs_by_channel=[[x]], dsts_by_channel=[[once]], replica_group=group)
     tiles = [nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf) for _ in range(4)]
@@ -85,12 +86,17 @@ def ring_steps(x, group):
     again = nl.ndarray((2, x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=again[0:1, :], src=tiles[2])
     nisa.dma_copy(dst=again[1:2, :], src=tiles[3])
+    summed = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    ncc.collective_permute_implicit_reduce(srcs0_by_channel=[[tiles[0]]], srcs1_by_channel=[[tiles[1]]],
+                                           dsts_by_channel=[[summed]], replica_group=group, op=nl.add)
+    pair_sum = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=pair_sum, src=summed)
     ids = []
     for iteration in range(3):
         rank = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
         nisa.scalar_store(rank, ncc.collective_permute_implicit_current_processing_rank_id(iteration, group))
         ids.append(rank)
-    return once, again, ids[0], ids[1], ids[2]
+    return once, again, pair_sum, ids[0], ids[1], ids[2]
 
 
 # ---- kernels that break a rule; each call must raise NkiError naming it

@@ -19,7 +19,7 @@ from .trace import View, current
 
 # The kinds, as nki_runtime/Collectives.h numbers them.
 (ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, PERMUTE, RANK_ID, ALL_TO_ALL_V, ALL_GATHER_V, RING_PERMUTE,
- RING_RANK_ID) = range(10)
+ RING_RANK_ID, RING_PERMUTE_REDUCE) = range(11)
 _RING_CHANNELS = 4  # AWS: at most 4 channels (for a replica group of every device of a node; 2 for others)
 RECV_COUNTS_KNOWN, HAS_RECV_DISPLACEMENTS = 1, 2  # their flags
 _REDUCTIONS = ("add", "maximum", "minimum")
@@ -199,22 +199,38 @@ def collective_permute_implicit(srcs_by_channel, dsts_by_channel, replica_group,
                                 name=None) -> None:
     """Around the ring of each rank-list: member i's src goes to member i + 1's dst (the last's to the first),
     on each channel (one src and one dst each, in HBM or SBUF, of one dtype and size)."""
-    what = "collective_permute_implicit"
-    srcs, dsts = list(srcs_by_channel), list(dsts_by_channel)
-    if not srcs or len(srcs) != len(dsts) or len(srcs) > _RING_CHANNELS:
-        raise current().error(f"{what}: srcs_by_channel and dsts_by_channel list 1 to {_RING_CHANNELS} channels "
-                              f"alike, not {len(srcs)} and {len(dsts)}")
-    if list(channel_ids) != list(range(len(srcs))):
-        raise current().error(f"{what}: channel_ids must be 0, 1, ... one per channel ({len(srcs)}), not "
+    _ring("collective_permute_implicit", [srcs_by_channel], dsts_by_channel, replica_group, channel_ids)
+
+
+def collective_permute_implicit_reduce(srcs0_by_channel, srcs1_by_channel, dsts_by_channel, replica_group, op,
+                                       channel_ids=(0,), priority=None, name=None) -> None:
+    """collective_permute_implicit of op(srcs0, srcs1) (nl.add, nl.maximum, nl.minimum), element by element."""
+    _ring("collective_permute_implicit_reduce", [srcs0_by_channel, srcs1_by_channel], dsts_by_channel,
+          replica_group, channel_ids, op)
+
+
+def _ring(what: str, sources_by_channel, dsts_by_channel, replica_group, channel_ids, op=None) -> None:
+    sources, dsts = [list(s) for s in sources_by_channel], list(dsts_by_channel)
+    channels = len(dsts)
+    if not 1 <= channels <= _RING_CHANNELS or any(len(s) != channels for s in sources):
+        raise current().error(f"{what}: the srcs and dsts list 1 to {_RING_CHANNELS} channels alike, not "
+                              f"{[len(s) for s in sources]} and {channels}")
+    if list(channel_ids) != list(range(channels)):
+        raise current().error(f"{what}: channel_ids must be 0, 1, ... one per channel ({channels}), not "
                               f"{list(channel_ids)}")
     group = _group(replica_group, what)
     ranks = [float(r) for ranks in group.rank_lists for r in ranks]
-    for channel, (src, dst) in enumerate(zip(srcs, dsts)):
-        if len(src) != 1 or len(dst) != 1:
-            raise current().error(f"{what}: channel {channel} must hold exactly one src and one dst")
-        (src, dst), = _pairs(src, dst, what, False, single=True)
-        _emit("collective", "dma", dst, (src,), None, coefficients=[RING_PERMUTE, 0, len(group.rank_lists),
-                                                                    group.size] + ranks)
+    for channel in range(channels):
+        operands = [list(s[channel]) for s in sources] + [list(dsts[channel])]
+        if any(len(o) != 1 for o in operands):
+            raise current().error(f"{what}: channel {channel} must hold exactly one tensor in each list")
+        pairs = [p for s in sources for p in _pairs(s[channel], dsts[channel], what, False, single=True)]
+        kind, alu = RING_PERMUTE, "bypass"
+        if op is not None:
+            kind, alu = RING_PERMUTE_REDUCE, _reduction(op, what, pairs)
+        dst = pairs[0][1]
+        _emit("collective", "dma", dst, [src for src, _ in pairs], None, op0=alu,
+              coefficients=[kind, 0, len(group.rank_lists), group.size] + ranks)
 
 
 def collective_permute_implicit_current_processing_rank_id(iteration_id: int, replica_group, channel_id: int = 0,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from .collectives import (ALL_GATHER, ALL_GATHER_V, ALL_REDUCE, ALL_TO_ALL, ALL_TO_ALL_V, PERMUTE, RANK_ID,
-                          REDUCE_SCATTER, RING_PERMUTE, RING_RANK_ID)
+                          REDUCE_SCATTER, RING_PERMUTE, RING_PERMUTE_REDUCE, RING_RANK_ID)
 
 _GROUPS: dict = {}  # (the default group, rank-lists of a replica group) -> a torch.distributed group for each
 _REDUCE_OPS = {"add": "SUM", "maximum": "MAX", "minimum": "MIN"}
@@ -82,7 +82,7 @@ def exchange(coefficients: list, op: str, dtype: torch.dtype, sent: bytes) -> by
         return torch.tensor([mine[place]], dtype=torch.int32).numpy().tobytes()
     if len(mine) == 1:
         return sent
-    if kind == RING_PERMUTE:
+    if kind in (RING_PERMUTE, RING_PERMUTE_REDUCE):  # the reduction happened before sending
         routes = [(ranks_of[i], ranks_of[(i + 1) % len(ranks_of)]) for ranks_of in rank_lists
                   for i in range(len(ranks_of))]
         return _permute(routes, rank, world, sent)
