@@ -98,9 +98,9 @@ def _check(trace, opcode: str, engine: str, dst: View, inputs: List[View]) -> No
     if opcode == "tensor_copy" and engine == "gpsimd":
         raise trace.error("tensor_copy: the GpSimd engine takes no .indirect() view (use the Vector or Scalar "
                           "engine)")
-    if engine == "tensor":
-        for view in (dst, *inputs[:2]):
-            if columns_of(view) is not None and view is not dst and view.dtype not in _TENSOR_ENGINE_DTYPES:
+    if engine == "tensor":  # what it gathers: stationary and moving (a scattered dst may be fp32 PSUM)
+        for view in inputs[:2]:
+            if columns_of(view) is not None and view.dtype not in _TENSOR_ENGINE_DTYPES:
                 raise trace.error(f"{opcode}: the Tensor engine gathers fp16, bf16 or fp8 columns, not "
                                   f"{view.dtype}")
     if opcode == "nc_matmul_mx":
@@ -120,13 +120,17 @@ def _check(trace, opcode: str, engine: str, dst: View, inputs: List[View]) -> No
                                   f"{_start_partition(scattered.index)} and the input on {start}: they must agree")
 
 
+def _group_size(engine: str) -> int:
+    """Partitions that share their rows of the index: 32 on the Tensor engine, 16 on the others."""
+    return 32 if engine == "tensor" else 16
+
+
 def _staged(trace, columns: IndirectColumns, engine: str) -> View:
     """A fresh tile holding columns' operand for one instruction, gathered on `engine`."""
-    group = 32 if engine == "tensor" else 16
     decl = trace.new_tensor(columns.memory, columns.dtype, columns.shape, f"{columns.name}_staged")
     decl.staging = True
     staged = View(decl, 0, decl.shape, decl.strides())
-    trace.emit("column_gather", engine, staged, (columns.data, columns.index), coefficients=(group,))
+    trace.emit("column_gather", engine, staged, (columns.data, columns.index), coefficients=(_group_size(engine),))
     return staged
 
 
@@ -149,7 +153,6 @@ def emit(trace, opcode: str, engine: str, dst: View, inputs: Sequence[View], fie
     instruction = trace.emit(opcode, engine, target, [moved(v) for v in inputs], **fields)
     scattered = columns_of(dst)
     if scattered is not None:
-        group = 32 if engine == "tensor" else 16
         trace.emit("column_scatter", engine, scattered.data, (staged[id(scattered)], scattered.index),
-                   coefficients=(group,))
+                   coefficients=(_group_size(engine),))
     return instruction
