@@ -53,7 +53,8 @@ void collective(const Bound& b) {
   if (!b.communicator) fail("this run has no communicator for the kernel's collectives");
   const CollectiveKind kind = collectiveKind(b.in);
   if (kind == CollectiveKind::kAllToAllV || kind == CollectiveKind::kAllGatherV) return variableCollective(b);
-  const bool reads_src = kind != CollectiveKind::kRankId && kind != CollectiveKind::kRingRankId;
+  const bool reads_src = kind != CollectiveKind::kRankId && kind != CollectiveKind::kRingRankId &&
+                         kind != CollectiveKind::kGroupIndex;
   std::vector<char> sent = reads_src ? packView(b.inputs[0], b.input_types[0], b.in.inputs[0]) : std::vector<char>();
   if (kind == CollectiveKind::kRingPermuteReduce) {  // the two sources combined before they travel, in fp32
     const std::vector<char> other = packView(b.inputs[1], b.input_types[1], b.in.inputs[1]);

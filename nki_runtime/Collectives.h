@@ -35,6 +35,7 @@ enum class CollectiveKind : int32_t {
   kRingPermute,    // dst = the src of this rank's predecessor in its list (HBM or SBUF)
   kRingRankId,     // dst (one int32 register) = the rank `coefficients[1]` places before this one in its list
   kRingPermuteReduce,  // as kRingPermute, sending op0(inputs[0], inputs[1]) element by element
+  kGroupIndex,     // dst (one int32 register) = this rank's place in its rank-list
 };
 
 // Flags of the variable-length kinds, in coefficients[1].

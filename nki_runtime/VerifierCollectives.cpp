@@ -21,7 +21,7 @@ bool scaledAlong(const Access& a, const Access& b, int axis, int64_t times) {
 void Checker::checkCollective(int i, const Instruction& in) {
   if (in.coefficients.size() < 4) return fail(i, "a collective needs its kind, dim and replica group");
   const CollectiveKind kind = collectiveKind(in);
-  if (kind == CollectiveKind::kRankId || kind == CollectiveKind::kRingRankId) {
+  if (kind == CollectiveKind::kRankId || kind == CollectiveKind::kRingRankId || kind == CollectiveKind::kGroupIndex) {
     if (in.dst.elements() != 1 || tensor(in.dst).dtype != Dtype::kInt32) fail(i, "rank_id writes one int32 register");
     return;
   }
@@ -70,6 +70,7 @@ void Checker::checkCollective(int i, const Instruction& in) {
       break;
     case CollectiveKind::kRankId:
     case CollectiveKind::kRingRankId:
+    case CollectiveKind::kGroupIndex:
     case CollectiveKind::kAllToAllV:
     case CollectiveKind::kAllGatherV:
       break;

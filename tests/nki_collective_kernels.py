@@ -74,8 +74,8 @@ def variable_chunks(x, metadata, dst_elements: int, group, gather: bool, counts_
 @nki.jit
 def ring_steps(x, group):
     """x [1, 8] one step around the ring in HBM; then, on two channels of SBUF tiles, x and the step's result
-    one more step; their sum one step (collective_permute_implicit_reduce); and the ranks whose data
-    iterations 0, 1 and 2 process."""
+    one more step; their sum one step (collective_permute_implicit_reduce); this rank's place in the
+    rank-list; and the ranks whose data iterations 0, 1 and 2 process."""
     once = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     ncc.collective_permute_implicit(srcs_by_channel=[[x]], dsts_by_channel=[[once]], replica_group=group)
     tiles = [nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf) for _ in range(4)]
@@ -91,12 +91,14 @@ def ring_steps(x, group):
                                            dsts_by_channel=[[summed]], replica_group=group, op=nl.add)
     pair_sum = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=pair_sum, src=summed)
-    ids = []
+    place = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    nisa.scalar_store(place, ncc.self_index_in_replica_group(group))
+    ids = [place]
     for iteration in range(3):
         rank = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
         nisa.scalar_store(rank, ncc.collective_permute_implicit_current_processing_rank_id(iteration, group))
         ids.append(rank)
-    return once, again, pair_sum, ids[0], ids[1], ids[2]
+    return (once, again, pair_sum, *ids)
 
 
 # ---- kernels that break a rule; each call must raise NkiError naming it

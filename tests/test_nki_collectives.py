@@ -136,7 +136,8 @@ def _check_ring(results, order: list) -> None:
     for rank in range(len(order)):
         def before(steps):
             return order[(order.index(rank) - steps) % len(order)]
-        once, again, pair_sum, *ids = results[rank]["ring"]
+        once, again, pair_sum, place, *ids = results[rank]["ring"]
+        assert int(place.item()) == order.index(rank), f"rank {rank}: its place in the rank-list"
         assert torch.equal(once, k.variable_input(before(1))), f"rank {rank}: one step"
         assert torch.equal(again, torch.cat([k.variable_input(before(1)), k.variable_input(before(2))])), \
             f"rank {rank}: the second step's two channels"
@@ -151,7 +152,8 @@ def test_ring_permute_on_two_ranks(job):
 
 def test_ring_permute_on_one_rank_keeps_its_data():
     x = k.variable_input(0).to("neuron")
-    once, again, pair_sum, *ids = k.ring_steps(x, ncc.ReplicaGroup([[0]]))
+    once, again, pair_sum, place, *ids = k.ring_steps(x, ncc.ReplicaGroup([[0]]))
+    assert int(place.cpu().item()) == 0
     assert torch.equal(once.cpu(), x.cpu()) and torch.equal(again.cpu(), torch.cat([x.cpu()] * 2))
     assert torch.equal(pair_sum.cpu(), 2 * x.cpu())
     assert [int(i.cpu().item()) for i in ids] == [0, 0, 0]

@@ -19,7 +19,7 @@ from .trace import View, current
 
 # The kinds, as nki_runtime/Collectives.h numbers them.
 (ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, PERMUTE, RANK_ID, ALL_TO_ALL_V, ALL_GATHER_V, RING_PERMUTE,
- RING_RANK_ID, RING_PERMUTE_REDUCE) = range(11)
+ RING_RANK_ID, RING_PERMUTE_REDUCE, GROUP_INDEX) = range(12)
 _RING_CHANNELS = 4  # AWS: at most 4 channels (for a replica group of every device of a node; 2 for others)
 RECV_COUNTS_KNOWN, HAS_RECV_DISPLACEMENTS = 1, 2  # their flags
 _REDUCTIONS = ("add", "maximum", "minimum")
@@ -250,6 +250,19 @@ def collective_permute_implicit_current_processing_rank_id(iteration_id: int, re
     ranks = [float(r) for ranks in group.rank_lists for r in ranks]
     _emit("collective", "dma", register.view(), (), None,
           coefficients=[RING_RANK_ID, iteration_id, len(group.rank_lists), group.size] + ranks)
+    return register
+
+
+def self_index_in_replica_group(replica_group, name=None):
+    """This rank's place in its rank-list of replica_group, in a register (an NkiScalar), read as the kernel
+    runs; a rank in no rank-list is an error then."""
+    from .device_loops import new_register
+    from .device_scalars import NkiScalar
+    group = _group(replica_group, "self_index_in_replica_group")
+    register = new_register(NkiScalar)
+    ranks = [float(r) for ranks in group.rank_lists for r in ranks]
+    _emit("collective", "dma", register.view(), (), None,
+          coefficients=[GROUP_INDEX, 0, len(group.rank_lists), group.size] + ranks)
     return register
 
 

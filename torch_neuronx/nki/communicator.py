@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from .collectives import (ALL_GATHER, ALL_GATHER_V, ALL_REDUCE, ALL_TO_ALL, ALL_TO_ALL_V, PERMUTE, RANK_ID,
-                          REDUCE_SCATTER, RING_PERMUTE, RING_PERMUTE_REDUCE, RING_RANK_ID)
+                          GROUP_INDEX, REDUCE_SCATTER, RING_PERMUTE, RING_PERMUTE_REDUCE, RING_RANK_ID)
 
 _GROUPS: dict = {}  # (the default group, rank-lists of a replica group) -> a torch.distributed group for each
 _REDUCE_OPS = {"add": "SUM", "maximum": "MAX", "minimum": "MIN"}
@@ -77,6 +77,8 @@ def exchange(coefficients: list, op: str, dtype: torch.dtype, sent: bytes) -> by
         return _permute([tuple(ranks[i:i + 2]) for i in range(0, 2 * count, 2)], rank, world, sent)
     rank_lists = tuple(tuple(ranks[i * length:(i + 1) * length]) for i in range(count))
     mine = _my_list(rank_lists, rank, world)
+    if kind == GROUP_INDEX:
+        return torch.tensor([mine.index(rank)], dtype=torch.int32).numpy().tobytes()
     if kind == RING_RANK_ID:  # the member `iteration` places before this one, around the ring
         place = (mine.index(rank) - int(coefficients[1])) % len(mine)
         return torch.tensor([mine[place]], dtype=torch.int32).numpy().tobytes()
