@@ -101,6 +101,29 @@ def ring_steps(x, group):
     return (once, again, pair_sum, *ids)
 
 
+@nki.jit
+def variable_chunks_prepared(x, metadata, dst_elements: int, group, misuse: str = ""):
+    """all_to_all_v in two halves (SDK 2.34): prepared, then its metadata's send counts zeroed, then
+    triggered; the transfer follows the metadata as the prepare read it. misuse: "twice" triggers it
+    twice, "overlap" prepares again before the trigger."""
+    out = nl.ndarray((1, dst_elements), dtype=x.dtype, buffer=nl.shared_hbm)
+    fill = nl.ndarray((1, dst_elements), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(fill, -1.0)
+    nisa.dma_copy(dst=out, src=fill)
+    table = nl.ndarray(metadata.shape, dtype=nl.uint32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=table, src=metadata)
+    prepared = ncc.all_to_all_v_prepare(srcs=[x], dsts=[out], replica_group=group, metadata_tensor=table)
+    if misuse == "overlap":
+        ncc.all_to_all_v_prepare(srcs=[x], dsts=[out], replica_group=group, metadata_tensor=table)
+    zeros = nl.ndarray((1, metadata.shape[1]), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.memset(zeros, 0)
+    nisa.dma_copy(dst=table[0:1, :], src=zeros)
+    ncc.all_to_all_v_trigger(prepared)
+    if misuse == "twice":
+        ncc.all_to_all_v_trigger(prepared)
+    return out, table
+
+
 # ---- kernels that break a rule; each call must raise NkiError naming it
 
 @nki.jit
@@ -196,6 +219,12 @@ def run_variable_cases(rank: int, world: int, device) -> dict:
         out, table = variable_chunks(variable_input(rank).to(device), metadata, dst_elements, ncc.ReplicaGroup([order]),
                                      gather, known, displaced)
         results[key] = (out.cpu(), table.cpu().to(torch.int64))
+    if world == 2:  # the first case again in two halves: the same dst, row 0 zeroed between them
+        order, rows, dst_elements, *_ = variable_cases(world)[(str([0, 1]), False, False)]
+        metadata = torch.tensor(rows[rank], dtype=torch.int64).to(torch.uint32).to(device)
+        out, table = variable_chunks_prepared(variable_input(rank).to(device), metadata, dst_elements,
+                                              ncc.ReplicaGroup([order]))
+        results["prepared"] = (out.cpu(), table.cpu().to(torch.int64))
     return results
 
 

@@ -117,6 +117,11 @@ def _variable_expected(world: int, key, rank: int):
 def _check_variable(results, world: int) -> None:
     for rank in range(world):
         for key, (out, table) in results[rank]["variable"].items():
+            if key == "prepared":  # all_to_all_v_prepare/_trigger: the first case, row 0 zeroed between them
+                expected_out, expected_table = _variable_expected(world, (str([0, 1]), False, False), rank)
+                expected_table[0] = 0
+                assert torch.equal(out, expected_out) and torch.equal(table, expected_table), f"rank {rank}: prepared"
+                continue
             expected_out, expected_table = _variable_expected(world, key, rank)
             assert torch.equal(out, expected_out), f"rank {rank}, case {key}: dst"
             assert torch.equal(table, expected_table), f"rank {rank}, case {key}: metadata"
@@ -180,6 +185,16 @@ def test_variable_chunk_errors(rows, group, gather, displaced, kind, message):
     with pytest.raises(kind, match=message):
         k.variable_chunks(k.variable_input(0).to("neuron"), metadata, 3, ncc.ReplicaGroup(group), gather, False,
                           displaced)
+
+
+@pytest.mark.parametrize("misuse, message", [
+    ("twice", r"all_to_all_v_trigger: NkiInstruction\(all_to_all_v, triggered\) was triggered already"),
+    ("overlap", "all_to_all_v_prepare: the all_to_all_v prepared before has not been triggered"),
+])
+def test_prepare_and_trigger_pair_up(misuse, message):
+    metadata = torch.tensor([[3], [2], [0]], dtype=torch.int64).to(torch.uint32).to("neuron")
+    with pytest.raises(NkiError, match=message):
+        k.variable_chunks_prepared(k.variable_input(0).to("neuron"), metadata, 5, ncc.ReplicaGroup([[0]]), misuse)
 
 
 def test_variable_chunk_metadata_must_be_uint32():

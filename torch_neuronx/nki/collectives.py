@@ -174,14 +174,84 @@ def all_gather_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known: 
                  has_rdispls: bool = False, priority=None, name=None) -> None:
     """all_to_all_v with one chunk (column 0 of rows 0 and 1) sent to every member; as AWS's, on rank-lists of
     4 ranks and without receive offsets."""
-    if has_rdispls:
-        raise current().error("all_gather_v: has_rdispls=True is not supported (AWS's all_gather_v places each "
-                              "chunk in its equal slot of dst)")
-    group = _group(replica_group, "all_gather_v")
-    if group.size != 4:
-        raise current().error(f"all_gather_v runs on rank-lists of 4 ranks (one chip at LNC=2, as AWS documents), "
-                              f"not {group.size}")
+    group = _gather_v_group("all_gather_v", replica_group, has_rdispls)
     _variable("all_gather_v", ALL_GATHER_V, srcs, dsts, group, metadata_tensor, recv_counts_known, False)
+
+
+def _gather_v_group(what: str, replica_group, has_rdispls: bool) -> ReplicaGroup:
+    if has_rdispls:
+        raise current().error(f"{what}: has_rdispls=True is not supported (AWS's all_gather_v places each chunk in "
+                              "its equal slot of dst)")
+    group = _group(replica_group, what)
+    if group.size != 4:
+        raise current().error(f"{what} runs on rank-lists of 4 ranks (one chip at LNC=2, as AWS documents), not "
+                              f"{group.size}")
+    return group
+
+
+class NkiInstruction:
+    """What a collective's _prepare returns (SDK 2.34): the transfer its _trigger carries out, with the
+    metadata as it was at the prepare."""
+
+    def __init__(self, what: str, carry_out):
+        self.what, self._carry_out, self.triggered = what, carry_out, False
+
+    def __repr__(self) -> str:
+        return f"NkiInstruction({self.what}{', triggered' if self.triggered else ''})"
+
+
+def all_to_all_v_prepare(srcs, dsts, replica_group, metadata_tensor, recv_counts_known: bool = False,
+                         has_rdispls: bool = False, priority=None, name=None) -> NkiInstruction:
+    """The first half of all_to_all_v: reads the metadata now; all_to_all_v_trigger moves the data."""
+    return _prepare("all_to_all_v", ALL_TO_ALL_V, srcs, dsts, _group(replica_group, "all_to_all_v_prepare"),
+                    metadata_tensor, recv_counts_known, has_rdispls)
+
+
+def all_gather_v_prepare(srcs, dsts, replica_group, metadata_tensor, recv_counts_known: bool = False,
+                         has_rdispls: bool = False, priority=None, name=None) -> NkiInstruction:
+    """The first half of all_gather_v: reads the metadata now; all_gather_v_trigger moves the data."""
+    group = _gather_v_group("all_gather_v_prepare", replica_group, has_rdispls)
+    return _prepare("all_gather_v", ALL_GATHER_V, srcs, dsts, group, metadata_tensor, recv_counts_known, False)
+
+
+def all_to_all_v_trigger(prepare_instr, name=None) -> NkiInstruction:
+    return _trigger("all_to_all_v", prepare_instr)
+
+
+def all_gather_v_trigger(prepare_instr, name=None) -> NkiInstruction:
+    return _trigger("all_gather_v", prepare_instr)
+
+
+def _prepare(what: str, kind: int, srcs, dsts, group, metadata, counts_known: bool, displaced: bool):
+    from .language import ndarray
+    trace = current()
+    pending = trace.prepared_collective
+    if pending is not None and not pending.triggered:
+        raise trace.error(f"{what}_prepare: the {pending.what} prepared before has not been triggered (prepares "
+                          "share one slot: each is followed by its trigger before the next)")
+    if not isinstance(metadata, View):
+        raise trace.error(f"{what}_prepare: metadata_tensor must be a uint32 tensor, not {type(metadata).__name__}")
+    snapshot = ndarray(metadata.shape, metadata.dtype, "sbuf" if metadata.buffer == "sbuf" else "private_hbm")
+    _emit("dma_copy", "dma", snapshot, (metadata,), None)
+
+    def carry_out():
+        _variable(what, kind, srcs, dsts, group, snapshot, counts_known, displaced)
+        if not counts_known:  # the counts received go to the metadata the kernel gave
+            rows = (slice(2, 3), slice(None)) if metadata.ndim == 2 else (slice(None), slice(2, 3), slice(None))
+            _emit("dma_copy", "dma", metadata[rows], (snapshot[rows],), None)
+
+    trace.prepared_collective = NkiInstruction(what, carry_out)
+    return trace.prepared_collective
+
+
+def _trigger(what: str, prepared) -> NkiInstruction:
+    if not isinstance(prepared, NkiInstruction) or prepared.what != what:
+        raise current().error(f"{what}_trigger takes what {what}_prepare returned, not {prepared!r}")
+    if prepared.triggered:
+        raise current().error(f"{what}_trigger: {prepared!r} was triggered already (one trigger per prepare)")
+    prepared.triggered = True
+    prepared._carry_out()
+    return prepared
 
 
 def _variable(name: str, kind: int, srcs, dsts, replica_group, metadata, counts_known: bool, displaced: bool):

@@ -379,6 +379,7 @@ class Trace:
         self.psum_written: Dict[int, List[Tuple[int, int]]] = {}
         self.sequencer_depth = 0  # device loops and nl.if_else sides being traced around the current call
         self.collectives: list = []  # nki.lnc calls, as lnc.py records them
+        self.prepared_collective = None  # nki.collectives' one prepare slot (collectives.py, SDK 2.34)
 
     def __enter__(self):
         if getattr(_state, "trace", None) is not None:
