@@ -55,16 +55,22 @@ def own_rank_row(table):
     return out
 
 
-@nki.jit
-def variable_chunks(x, metadata, dst_elements: int, group, gather: bool, counts_known: bool, displaced: bool):
-    """all_to_all_v (or all_gather_v) of x [1, S] into a [1, dst_elements] dst set to -1 first; returns dst
-    and the metadata as the collective left it (row 2 written unless counts_known)."""
+def _dst_and_metadata(x, metadata, dst_elements: int):
+    """Inside a kernel: a [1, dst_elements] dst set to -1, and a copy of the metadata the collective may write."""
     out = nl.ndarray((1, dst_elements), dtype=x.dtype, buffer=nl.shared_hbm)
     fill = nl.ndarray((1, dst_elements), dtype=x.dtype, buffer=nl.sbuf)
     nisa.memset(fill, -1.0)
     nisa.dma_copy(dst=out, src=fill)
     table = nl.ndarray(metadata.shape, dtype=nl.uint32, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=table, src=metadata)
+    return out, table
+
+
+@nki.jit
+def variable_chunks(x, metadata, dst_elements: int, group, gather: bool, counts_known: bool, displaced: bool):
+    """all_to_all_v (or all_gather_v) of x [1, S] into a [1, dst_elements] dst set to -1 first; returns dst
+    and the metadata as the collective left it (row 2 written unless counts_known)."""
+    out, table = _dst_and_metadata(x, metadata, dst_elements)
     collective = ncc.all_gather_v if gather else ncc.all_to_all_v
     collective(srcs=[x], dsts=[out], replica_group=group, metadata_tensor=table, recv_counts_known=counts_known,
                has_rdispls=displaced)
@@ -106,12 +112,7 @@ def variable_chunks_prepared(x, metadata, dst_elements: int, group, misuse: str 
     """all_to_all_v in two halves (SDK 2.34): prepared, then its metadata's send counts zeroed, then
     triggered; the transfer follows the metadata as the prepare read it. misuse: "twice" triggers it
     twice, "overlap" prepares again before the trigger."""
-    out = nl.ndarray((1, dst_elements), dtype=x.dtype, buffer=nl.shared_hbm)
-    fill = nl.ndarray((1, dst_elements), dtype=x.dtype, buffer=nl.sbuf)
-    nisa.memset(fill, -1.0)
-    nisa.dma_copy(dst=out, src=fill)
-    table = nl.ndarray(metadata.shape, dtype=nl.uint32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=table, src=metadata)
+    out, table = _dst_and_metadata(x, metadata, dst_elements)
     prepared = ncc.all_to_all_v_prepare(srcs=[x], dsts=[out], replica_group=group, metadata_tensor=table)
     if misuse == "overlap":
         ncc.all_to_all_v_prepare(srcs=[x], dsts=[out], replica_group=group, metadata_tensor=table)
