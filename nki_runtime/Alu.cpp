@@ -47,8 +47,10 @@ float apply(AluOp op, float a, float b) {
       return (a != 0.f) || (b != 0.f);
     case AluOp::kLogicalXor:
       return (a != 0.f) != (b != 0.f);
-    case AluOp::kAbsMax:
-      return std::fmax(std::fabs(a), std::fabs(b));
+    case AluOp::kAbsMax:  // the signed value of the larger magnitude, b on a tie (nl.abs_max)
+      return std::fabs(a) > std::fabs(b) ? a : b;
+    case AluOp::kAbsMin:
+      return std::fabs(a) < std::fabs(b) ? a : b;
   }
   return a;
 }
@@ -105,6 +107,8 @@ float apply(Function function, float x) {
       return x * std::tanh(std::log1p(std::exp(-std::fabs(x))) + std::fmax(x, 0.f));
     case Function::kGeluSigmoid:  // GELU as x * sigmoid(1.702 x)
       return x / (1.f + std::exp(-1.702f * x));
+    case Function::kPrelu:  // with its slope 0; activation (Instructions.cpp) applies the instruction's slope
+      return x > 0.f ? x : 0.f;
   }
   return x;
 }

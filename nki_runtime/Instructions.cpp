@@ -52,6 +52,8 @@ float identityOf(AluOp op) {
       return std::numeric_limits<float>::infinity();
     case AluOp::kAbsMax:
       return 0.f;
+    case AluOp::kAbsMin:
+      return std::numeric_limits<float>::infinity();
     default:
       return std::numeric_limits<float>::quiet_NaN();
   }
@@ -169,46 +171,68 @@ void tensorTensor(const Bound& b) {
   });
 }
 
+// Whether `x op operand` is x for every x: nisa.activation's scale 1 and bias 0, left out as it always was.
+bool identityImmediate(AluOp op, const Operand& operand, bool reversed) {
+  if (operand.input >= 0) return false;
+  if (op == AluOp::kMultiply) return operand.value == 1.f;
+  return operand.value == 0.f && (op == AluOp::kAdd || (op == AluOp::kSubtract && !reversed));
+}
+
+// (data op0 operand0) op1 operand1 of one row into `out` (operands immediate or per partition, each on
+// the other side when reversed); returns the row holding the result: `out`, or data's when both bypass.
+const float* scalarStages(const Bound& b, const std::array<int64_t, 8>& o, const float* data, float* out,
+                          int64_t n) {
+  const float* current = data;
+  const std::pair<AluOp, std::pair<const Operand*, bool>> steps[] = {
+      {b.in.op0, {&b.in.operand0, b.in.reverse0}}, {b.in.op1, {&b.in.operand1, b.in.reverse1}}};
+  for (const auto& [op, operand] : steps) {
+    if (op == AluOp::kBypass || identityImmediate(op, *operand.first, operand.second)) continue;
+    float value;
+    if (b.scalarOperand(*operand.first, o, value)) {
+      applyRowScalar(op, current, value, out, n, operand.second);
+    } else if (operand.second) {
+      applyRow(op, b.operand(*operand.first, o, 1), current, out, n);
+    } else {
+      applyRow(op, current, b.operand(*operand.first, o, 1), out, n);
+    }
+    current = out;
+  }
+  return current;
+}
+
 void tensorScalar(const Bound& b) {
   const int64_t n = inner(b.in.dst);
   forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
     bool direct;
     float* out = b.dstRow(o[0], direct);
-    const float* current = b.row(0, o[1], 0);
-    const std::pair<AluOp, std::pair<const Operand*, bool>> steps[] = {
-        {b.in.op0, {&b.in.operand0, b.in.reverse0}}, {b.in.op1, {&b.in.operand1, b.in.reverse1}}};
-    for (const auto& [op, operand] : steps) {
-      if (op == AluOp::kBypass) continue;
-      float value;
-      if (b.scalarOperand(*operand.first, o, value)) {
-        applyRowScalar(op, current, value, out, n, operand.second);
-      } else if (operand.second) {
-        applyRow(op, b.operand(*operand.first, o, 1), current, out, n);
-      } else {
-        applyRow(op, current, b.operand(*operand.first, o, 1), out, n);
-      }
-      current = out;
-    }
+    const float* current = scalarStages(b, o, b.row(0, o[1], 0), out, n);
     if (current != out) std::copy(current, current + n, out);
     b.finish(out, direct, o[0]);
   });
 }
 
+// x, or slope * x below 0; the slope an immediate or per partition.
+void preluRow(const Bound& b, const std::array<int64_t, 8>& o, const float* x, float* out, int64_t n) {
+  float slope;
+  if (b.scalarOperand(b.in.operand2, o, slope)) {
+    for (int64_t i = 0; i < n; ++i) out[i] = x[i] < 0.f ? slope * x[i] : x[i];
+    return;
+  }
+  const float* slopes = b.operand(b.in.operand2, o, 2);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] < 0.f ? slopes[i] * x[i] : x[i];
+}
+
 void activation(const Bound& b) {
   const int64_t n = inner(b.in.dst);
-  const bool plain = b.in.operand0.input < 0 && b.in.operand0.value == 1.f && b.in.operand1.input < 0 &&
-                     b.in.operand1.value == 0.f;
   forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
     bool direct;
     float* out = b.dstRow(o[0], direct);
-    const float* x = b.row(0, o[1], 0);
-    if (!plain) {
-      const float* scale = b.operand(b.in.operand0, o, 1);
-      const float* bias = b.operand(b.in.operand1, o, 2);
-      for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale[i] + bias[i];
-      x = out;
+    const float* x = scalarStages(b, o, b.row(0, o[1], 0), out, n);
+    if (b.in.function == Function::kPrelu) {
+      preluRow(b, o, x, out, n);
+    } else {
+      applyRow(b.in.function, x, out, n);
     }
-    applyRow(b.in.function, x, out, n);
     b.finish(out, direct, o[0]);
   });
 }

@@ -23,7 +23,8 @@ enum class Opcode : uint8_t {
   kTranspose,        // dst[F, P] = src[P, F]
   kTensorTensor,     // dst = a op0 b
   kTensorScalar,     // dst = (data op0 operand0) op1 operand1, operands immediate or per partition
-  kActivation,       // dst = function(data * scale + bias)
+  kActivation,       // dst = function((data op0 operand0) op1 operand1): nisa.activation's (multiply scale,
+                     // add bias), activate2's any of six pairs; operand2 nl.prelu's slope
   kTensorReduce,     // dst = op0 over the trailing `reduce_axes` axes of data (negated if `negate`)
   kTensorCopy,       // dst = src, on a compute engine
   kMemset,           // dst = immediate
@@ -79,11 +80,13 @@ enum class AluOp : uint8_t {
   kEqual, kNotEqual, kGreater, kGreaterEqual, kLess, kLessEqual,
   kLogicalAnd, kLogicalOr, kLogicalXor, kAbsMax,
   kFloorMod,  // the remainder with b's sign (numpy.mod, nl.mod); kMod takes a's (C's fmod, nl.fmod)
+  kAbsMin,    // a or b, whichever is smaller in magnitude (b on a tie); kAbsMax the larger
 };
 
 enum class Function : uint8_t {
   kCopy, kExp, kLog, kTanh, kSigmoid, kRelu, kGelu, kGeluTanh, kSilu, kSqrt, kRsqrt, kReciprocal,
   kAbs, kNegative, kSquare, kSin, kCos, kErf, kSoftplus, kSign, kFloor, kCeil, kArctan, kMish, kGeluSigmoid,
+  kPrelu,  // x, or operand2 * x below 0 (the executor's activation applies the slope)
 };
 
 constexpr int kMaxAxes = 8;  // axes of one view (torch_neuronx/nki/trace.py MAX_AXES)
@@ -142,7 +145,8 @@ struct Instruction {
   std::vector<Access> inputs;
   AluOp op0 = AluOp::kBypass;
   AluOp op1 = AluOp::kBypass;
-  Operand operand0, operand1;  // kTensorScalar; kActivation: scale, bias; kTensorTensorScan: initial
+  Operand operand0, operand1;  // kTensorScalar, kActivation; kTensorTensorScan: initial
+  Operand operand2;            // kActivation: the function's parameter (nl.prelu's slope)
   bool reverse0 = false;       // kTensorScalar: operand0 op0 data instead; kFindIndex8: as kMatchReplace8
                                // pairs repeated vals (the indices nc_match_replace8 writes; operand0 its imm)
   bool reverse1 = false;

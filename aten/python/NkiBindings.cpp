@@ -56,6 +56,7 @@ nki::Instruction toInstruction(const py::dict& d) {
   in.op1 = static_cast<nki::AluOp>(d["op1"].cast<int>());
   in.operand0 = toOperand(d["operand0"].cast<py::tuple>());
   in.operand1 = toOperand(d["operand1"].cast<py::tuple>());
+  in.operand2 = toOperand(d["operand2"].cast<py::tuple>());
   in.reverse0 = d["reverse0"].cast<bool>();
   in.reverse1 = d["reverse1"].cast<bool>();
   in.function = static_cast<nki::Function>(d["function"].cast<int>());
@@ -187,10 +188,11 @@ py::dict codes() {
                          "collective", "column_gather", "column_scatter"});
   all["alu"] = names({"bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod",
                       "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
-                      "logical_or", "logical_xor", "abs_max", "floor_mod"});
+                      "logical_or", "logical_xor", "abs_max", "floor_mod", "abs_min"});
   all["function"] = names({"copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "silu",
                            "sqrt", "rsqrt", "reciprocal", "abs", "negative", "square", "sin", "cos", "erf",
-                           "softplus", "sign", "floor", "ceil", "arctan", "mish", "gelu_apprx_sigmoid"});
+                           "softplus", "sign", "floor", "ceil", "arctan", "mish", "gelu_apprx_sigmoid",
+                           "prelu"});
   return all;
 }
 

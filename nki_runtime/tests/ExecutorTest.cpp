@@ -82,7 +82,9 @@ TEST(Executor, ReduceTransposeAndActivation) {
   b.copy(whole(t, {3, 5}), whole(in, {3, 5}));
   Instruction& act = b.emit(Opcode::kActivation, Engine::kScalar, whole(e, {3, 5}), {whole(t, {3, 5})});
   act.function = Function::kExp;
+  act.op0 = AluOp::kMultiply;
   act.operand0.value = 2.f;  // scale
+  act.op1 = AluOp::kAdd;
   act.operand1.value = 0.f;
   Instruction& sum = b.emit(Opcode::kTensorReduce, Engine::kVector, whole(r, {3}), {whole(e, {3, 5})});
   sum.op0 = AluOp::kAdd;
@@ -100,6 +102,28 @@ TEST(Executor, ReduceTransposeAndActivation) {
     EXPECT_NEAR(s[p], expected, 1e-4 * expected);
     for (int f = 0; f < 5; ++f) EXPECT_EQ(tr[f * 3 + p], x[p * 5 + f]);
   }
+}
+
+TEST(Executor, ActivationStagesAndPreluSlopePerPartition) {
+  // activate2's form: prelu(imm0 - x) with imm0 = 1 (reversed subtract) and partition p's slope = slopes[p].
+  ProgramBuilder b;
+  const int in = b.argument({2, 3}), slopes = b.argument({2, 1}), out = b.argument({2, 3});
+  const int t = b.tile(Memory::kSbuf, {2, 3}), ts = b.tile(Memory::kSbuf, {2, 1}), r = b.tile(Memory::kSbuf, {2, 3});
+  b.copy(whole(t, {2, 3}), whole(in, {2, 3}));
+  b.copy(whole(ts, {2, 1}), whole(slopes, {2, 1}));
+  Access spread = whole(ts, {2, 3});
+  spread.strides = {1, 0};  // the partition's one slope along its row
+  Instruction& act = b.emit(Opcode::kActivation, Engine::kScalar, whole(r, {2, 3}), {whole(t, {2, 3}), spread});
+  act.function = Function::kPrelu;
+  act.op0 = AluOp::kSubtract;
+  act.reverse0 = true;
+  act.operand0.value = 1.f;
+  act.operand2.input = 1;
+  b.copy(whole(out, {2, 3}), whole(r, {2, 3}));
+  std::vector<float> x = {0.f, 2.f, 3.f, -1.f, 1.f, 5.f}, slope = {0.5f, 0.25f}, y(6);
+  Executor(b.program()).run({x.data(), slope.data(), y.data()});
+  const std::vector<float> expected = {1.f, -0.5f, -1.f, 2.f, 0.f, -1.f};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y[i], expected[i]) << i;
 }
 
 TEST(Executor, ReadBeforeWriteSeesNaN) {

@@ -61,6 +61,7 @@ TEST(ParallelExecutor, ElementWiseRowsSplitAndAgree) {
       AluOp::kMultiply;  // in place: each element read before it is written
   Instruction& act = b.emit(Opcode::kActivation, Engine::kScalar, whole(ty, {P, F}), {whole(tx, {P, F})});
   act.function = Function::kExp;
+  act.op0 = AluOp::kMultiply;
   act.operand0.value = 0.001f;
   b.copy(whole(out, {P, F}), whole(ty, {P, F}));
   std::vector<float> xv(P * F), yv(P * F);

@@ -32,18 +32,23 @@ class reduce_cmd:  # noqa: N801
     idle, reset, reduce, reset_reduce, load_reduce = "idle", "reset", "reduce", "reset_reduce", "load_reduce"
 
 
-def _side_reduction(engine: str, dst: View, op, reduce_res: Optional[View], command, init=0.0) -> None:
+def _side_reduction(engine: str, dst: View, op, reduce_res: Optional[View], command, init=0.0,
+                    identity: float = 0.0) -> None:
     """The side reduction of an instruction that wrote `dst`: dst's free axes reduced with `op` into the
     engine's registers as `command` says (reset_reduce, the default, starts anew; reduce combines with what
     the registers hold, across instructions and loop iterations; load_reduce first loads `init`, an
-    immediate or a [partitions, 1] tile, then does as reduce; reset only zeroes them; idle leaves them and
-    writes nothing), then copied to `reduce_res`. The registers are a hidden SBUF tile of the kernel:
-    read before any reset they hold the NaN sentinel, as a fresh tile does."""
+    immediate or a [partitions, 1] tile, then does as reduce; reset only sets them to `identity`, op's
+    identity; idle leaves them), then copied to `reduce_res` (by every command but reset). The registers
+    are a hidden SBUF tile of the kernel: read before any reset they hold the NaN sentinel, as a fresh tile
+    does."""
     command = reduce_cmd.reset_reduce if command is None else command
     trace = current()
     if command != reduce_cmd.load_reduce and not (isinstance(init, (int, float)) and init == 0):
         raise trace.error(f"reduce_init is for reduce_cmd=load_reduce; it must be unset or 0.0 with {command!r}")
     if command == reduce_cmd.idle:
+        if reduce_res is not None:
+            registers = trace.reduce_registers(engine)
+            tensor_copy(reduce_res, View(registers.decl, 0, [dst.shape[0], 1], registers.strides))
         return
     if command not in (reduce_cmd.reset, reduce_cmd.reduce, reduce_cmd.reset_reduce, reduce_cmd.load_reduce):
         raise trace.error(f"reduce_cmd={command!r}: expected idle, reset, reduce, reset_reduce or load_reduce")
@@ -57,7 +62,7 @@ def _side_reduction(engine: str, dst: View, op, reduce_res: Optional[View], comm
             memset(lanes, float(init))
         command = reduce_cmd.reduce
     if command == reduce_cmd.reset:
-        memset(registers, 0.0)
+        memset(registers, identity)
     elif command == reduce_cmd.reset_reduce:
         tensor_reduce(lanes, op, dst, axis=axes, keepdims=True)
     else:
@@ -325,10 +330,70 @@ def activation(dst: View, op, data: View, bias=None, scale=1.0, reduce_op=None, 
     inputs = [data]
     scale_operand = _operand(scale, inputs, data) if isinstance(scale, View) else (-1, float(scale))
     bias_operand = _operand(bias, inputs, data) if bias is not None else (-1, 0.0)
-    _emit("activation", "scalar", dst, inputs, mask, function=function_of(op), operand0=scale_operand,
-          operand1=bias_operand)
+    _emit("activation", "scalar", dst, inputs, mask, function=function_of(op), op0="multiply",
+          operand0=scale_operand, op1="add", operand1=bias_operand)
     if reduce_res is not None or reduce_cmd not in (None, "idle"):
         _side_reduction("scalar", dst, reduce_op or nl.add, reduce_res, reduce_cmd, reduce_init)
+
+
+# nisa.activate2's tensor-scalar stage: the (op0, op1) pairs AWS documents, and its reductions with the
+# value the registers start from.
+_ACTIVATE2_PAIRS = (("multiply", "add"), ("multiply", "subtract"), ("multiply", "bypass"), ("add", "bypass"),
+                    ("subtract", "bypass"), ("bypass", "bypass"))
+_ACTIVATE2_REDUCTIONS = {"add": 0.0, "maximum": -math.inf, "minimum": math.inf, "abs_max": 0.0,
+                         "abs_min": math.inf}
+
+
+def activate2(dst: View, op, data: View, imm0, imm1, op0, op1, relu_param=0.0, reverse0: bool = False,
+              reverse1: bool = False, reduce_op=None, reduce_res: Optional[View] = None,
+              reduce_cmd=reduce_cmd.idle, engine=None, mask=None, **_) -> None:
+    """dst = op((data op0 imm0) op1 imm1), in fp32 and rounded once to dst's dtype (NeuronCore-v4 and newer):
+    imm0 and imm1 immediates or [partitions, 1] tiles, reverse0/1 putting the immediate first, relu_param
+    nl.prelu's slope. On the Scalar engine, reduce_op (add, maximum, minimum, abs_max, abs_min) over dst's
+    free axes into the registers nisa.activation shares, as reduce_cmd says; engine=nisa.engine.gpsimd
+    (SDK 2.33) runs the first two stages there, without the reduction."""
+    trace = current()
+    if trace.version < nc_version.gen4:
+        raise trace.error(f"nisa.activate2 is a NeuronCore-v4 instruction and this kernel runs on a "
+                          f"NeuronCore-v{trace.version}; use nisa.activation there")
+    first, second = alu_of(op0), alu_of(op1)
+    if (first, second) not in _ACTIVATE2_PAIRS:
+        raise trace.error(f"activate2: op0={first}, op1={second}; the supported pairs are "
+                          + ", ".join(f"({a}, {b})" for a, b in _ACTIVATE2_PAIRS))
+    if (reverse0 and first == "bypass") or (reverse1 and second == "bypass"):
+        raise trace.error("activate2: reverse0 and reverse1 need their operator (op0, op1) set")
+    chosen = _engine(engine, "scalar")
+    reducing = reduce_res is not None or reduce_cmd not in (None, "idle")
+    if chosen not in ("scalar", "gpsimd"):
+        raise trace.error(f"activate2 runs on the Scalar or the GpSimd engine, not {chosen!r}")
+    if chosen == "gpsimd" and (reducing or "psum" in (dst.buffer, data.buffer)):
+        raise trace.error("activate2 on the GpSimd engine: no reduction (Scalar engine only) and no PSUM operand")
+    if "hbm" in (dst.buffer, data.buffer):
+        raise trace.error("activate2 reads and writes SBUF or PSUM tiles, not HBM")
+    if isinstance(imm0, View) and isinstance(imm1, View) and imm0.dtype != imm1.dtype:
+        raise trace.error(f"activate2: imm0 {imm0!r} and imm1 {imm1!r} must share a dtype")
+    d, s = nl._same_shape(dst, data)
+    if d is None:
+        raise trace.error(f"activate2: {data!r} and {dst!r} differ in partitions or elements")
+    inputs = [s]
+    fields = {"op0": first, "op1": second, "reverse0": bool(reverse0), "reverse1": bool(reverse1),
+              "function": function_of(op)}
+    if first != "bypass":
+        fields["operand0"] = _operand(imm0, inputs, s, "activate2's imm0")
+    if second != "bypass":
+        fields["operand1"] = _operand(imm1, inputs, s, "activate2's imm1")
+    if fields["function"] == "prelu":
+        fields["operand2"] = _operand(relu_param, inputs, s, "activate2's relu_param")
+    _emit("activation", chosen, d, inputs, mask, **fields)
+    if reducing:
+        combine = alu_of(reduce_op or nl.add)
+        if combine not in _ACTIVATE2_REDUCTIONS:
+            raise trace.error(f"activate2: reduce_op={combine}; it reduces with add, maximum, minimum, abs_max "
+                              "or abs_min")
+        if reduce_cmd == "load_reduce":
+            raise trace.error("activate2 takes reduce_cmd idle, reset, reduce or reset_reduce")
+        _side_reduction("scalar", dst, reduce_op or nl.add, reduce_res, reduce_cmd,
+                        identity=_ACTIVATE2_REDUCTIONS[combine])
 
 
 def exponential(dst: View, src: View, max_value=0.0, reduce_res=None, reduce_cmd=reduce_cmd.idle, reduce_init=0.0,
@@ -343,10 +408,9 @@ def exponential(dst: View, src: View, max_value=0.0, reduce_res=None, reduce_cmd
     if isinstance(max_value, View):
         shifted = nl.ndarray(src.shape, dtype=nl.float32, buffer=nl.sbuf)  # the engine's fp32, not dst's dtype
         tensor_scalar(shifted, src, op0=nl.subtract, operand0=max_value, mask=mask)
-        _emit("activation", "vector", dst, (shifted,), mask, function="exp", operand0=(-1, 1.0),
-              operand1=(-1, 0.0))
+        _emit("activation", "vector", dst, (shifted,), mask, function="exp")
     else:
-        _emit("activation", "vector", dst, (src,), mask, function="exp", operand0=(-1, 1.0),
+        _emit("activation", "vector", dst, (src,), mask, function="exp", op1="add",
               operand1=(-1, -float(max_value)))
     _side_reduction("vector", dst, nl.add, reduce_res, reduce_cmd, reduce_init)
 
@@ -404,8 +468,7 @@ def _row_major(sizes):
 
 
 def reciprocal(dst: View, data: View, mask=None, **_) -> None:
-    _emit("activation", "vector", dst, (data,), mask, function="reciprocal", operand0=(-1, 1.0),
-          operand1=(-1, 0.0))
+    _emit("activation", "vector", dst, (data,), mask, function="reciprocal")
 
 
 def tensor_tensor_scan(dst: View, data0: View, data1: View, initial, op0, op1, reverse0: bool = False,

@@ -492,8 +492,7 @@ def _unary(function: str, name: Optional[str] = None):
             raise current().error(f"nl.{name or function} needs a tile")
         kwargs["dtype"] = dtype
         out = _result(x.shape, x.dtype if x.dtype in FLOATS else "float32", kwargs)
-        _emit("activation", "scalar", out, (x,), mask, function=function, operand0=(-1, 1.0),
-              operand1=(-1, 0.0))
+        _emit("activation", "scalar", out, (x,), mask, function=function)
         return out
     fn.__name__ = name or function
     fn.nki_function = function
@@ -506,7 +505,7 @@ equal, not_equal, greater, greater_equal = _binary("equal"), _binary("not_equal"
     _binary("greater_equal")
 less, less_equal = _binary("less"), _binary("less_equal")
 logical_and, logical_or, logical_xor = _binary("logical_and"), _binary("logical_or"), _binary("logical_xor")
-abs_max = _binary("abs_max")
+abs_max, abs_min = _binary("abs_max"), _binary("abs_min")
 fmod = _binary("mod")  # the remainder with x's sign (C's fmod)
 mod = _binary("floor_mod")  # the remainder with y's sign (numpy.mod, Python's %)
 
@@ -518,6 +517,23 @@ sin, cos, erf, softplus, sign = _unary("sin"), _unary("cos"), _unary("erf"), _un
 floor, ceil, arctan, mish = _unary("floor"), _unary("ceil"), _unary("arctan"), _unary("mish")
 gelu_apprx_sigmoid = _unary("gelu_apprx_sigmoid")
 identity = _unary("copy", "identity")
+
+
+def _instruction_only(name: str, role: str, **marks):
+    """An operator that names a stage of an instruction (nisa.activate2) and computes nothing by itself."""
+    def fn(*args, **kwargs):
+        raise current().error(f"nl.{name} is {role}; it is passed to an instruction, not called")
+    fn.__name__ = name
+    for key, value in marks.items():
+        setattr(fn, key, value)
+    return fn
+
+
+# nisa.activate2's stages (NKI 0.4): an ALU stage that passes its data on, and PReLU with its relu_param.
+bypass = _instruction_only("bypass", "the pass-through ALU operator (op0=/op1= of nisa.activate2)",
+                           nki_alu="bypass")
+prelu = _instruction_only("prelu", "an activation function of nisa.activate2 (op=nl.prelu, relu_param=...)",
+                          nki_function="prelu")
 
 
 def _reduce_axes(x: View, axis, trailing_only: bool = False):

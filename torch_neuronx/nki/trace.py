@@ -521,6 +521,7 @@ class Trace:
             "opcode": c["opcode"][opcode], "engine": c["engine"][engine], "dst": dst, "inputs": list(inputs),
             "op0": c["alu"][fields.get("op0", "bypass")], "op1": c["alu"][fields.get("op1", "bypass")],
             "operand0": fields.get("operand0", (-1, 0.0)), "operand1": fields.get("operand1", (-1, 0.0)),
+            "operand2": fields.get("operand2", (-1, 0.0)),
             "reverse0": bool(fields.get("reverse0", False)), "reverse1": bool(fields.get("reverse1", False)),
             "function": c["function"][fields.get("function", "copy")],
             "reduce_axes": int(fields.get("reduce_axes", 0)), "negate": bool(fields.get("negate", False)),
