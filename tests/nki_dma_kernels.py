@@ -110,3 +110,50 @@ def odd_bytes_as_words(x):
     out = nl.ndarray((x.shape[0], 1), dtype=nl.uint32, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=tile.ap(dtype=nl.uint32, pattern=[[1, x.shape[0]], [1, 1]], offset=0))
     return out
+
+
+@nki.jit(platform_target="trn2")
+def gather_transpose(table, ids, rows, oob_skip=False):
+    """AWS's indirect dma_transpose: out[p, j] = table[flat[j], p], flat the [P, K] uint32 ids read column by
+    column, `rows` of them; out starts as -1 so that a skipped row shows."""
+    width = table.shape[1]
+    index = nl.ndarray(ids.shape, dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=index, src=ids)
+    picked = table.ap([[width, rows], [1, width]], offset=0, vector_offset=index, indirect_dim=0)
+    tile = nl.ndarray((width, rows), dtype=table.dtype, buffer=nl.sbuf)
+    nisa.memset(tile, -1.0)
+    nisa.dma_transpose(dst=tile, src=picked, axes=(1, 0), oob_mode=nisa.oob_mode.skip if oob_skip else None)
+    out = nl.ndarray((width, rows), dtype=table.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=tile)
+    return out
+
+
+@nki.jit(platform_target="trn2")
+def gather_transpose_4d(table, ids):
+    """The 4-axis form: table [T, 1, d2, d3], out[a, 0, c, j] = table[ids[j], 0, c, a] (axes (3, 1, 2, 0))."""
+    _, d1, d2, d3 = table.shape
+    rows = ids.shape[0] * ids.shape[1]
+    index = nl.ndarray(ids.shape, dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=index, src=ids)
+    picked = table.ap([[d1 * d2 * d3, rows], [d2 * d3, d1], [d3, d2], [1, d3]], offset=0, vector_offset=index,
+                      indirect_dim=0)
+    tile = nl.ndarray((d3, d1, d2, rows), dtype=table.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=tile, src=picked, axes=(3, 1, 2, 0))
+    out = nl.ndarray((d3, d1, d2, rows), dtype=table.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=tile)
+    return out
+
+
+@nki.jit(platform_target="trn2")
+def gather_transpose_misuse(table, ids, what):
+    """An indirect dma_transpose against one of AWS's rules, named by `what`."""
+    width = table.shape[1]
+    index = nl.ndarray(ids.shape, dtype=ids.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=index, src=ids)
+    rows = 16 if what == "few_indices" else ids.shape[0] * ids.shape[1]
+    if what == "rows":
+        rows = 24
+    picked = table.ap([[width, rows], [1, width]], offset=0, vector_offset=index, indirect_dim=0)
+    tile = nl.ndarray((width, rows), dtype=table.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=tile, src=picked, dge_mode=nisa.dge_mode.hwdge if what == "hwdge" else None)
+    return tile

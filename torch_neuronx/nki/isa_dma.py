@@ -125,16 +125,22 @@ class dge_mode:  # noqa: N801
 _DMA_TRANSPOSE_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 
 
-def transposed_source(src: View, axes=None, dge_mode=None) -> View:
-    """The view a DMA transpose reads: src with its axes permuted as dma_transpose permutes them."""
-    if src.vector_offset is not None:
-        raise current().error("dma_transpose of an indirect source (vector_offset) is not supported by this "
-                              "emulator yet")
+def _transpose_axes(src: View, axes) -> tuple:
+    """The permutation dma_transpose applies to a src of this many axes (axes, if given, must be it)."""
     expected = _DMA_TRANSPOSE_AXES.get(src.ndim)
     if expected is None:
         raise current().error(f"dma_transpose: {src!r} has {src.ndim} axes; it transposes 2-, 3- and 4-axis tiles")
     if axes is not None and tuple(axes) != expected:
         raise current().error(f"dma_transpose: axes {tuple(axes)} for a {src.ndim}-axis tile; supported: {expected}")
+    return expected
+
+
+def transposed_source(src: View, axes=None, dge_mode=None) -> View:
+    """The view a DMA transpose reads: src with its axes permuted as dma_transpose permutes them."""
+    if src.vector_offset is not None:
+        raise current().error("dma_transpose of an indirect source (vector_offset): give it to nisa.dma_transpose "
+                              "(the current API's gather-transpose)")
+    expected = _transpose_axes(src, axes)
     if src.buffer == "psum":
         raise current().error("dma_transpose: the source is a tile in HBM or SBUF, not PSUM")
     if dge_mode == "hwdge" and (src.shape[0] != 16 or src.shape[-1] % 128 or src.itemsize != 2):
@@ -145,9 +151,70 @@ def transposed_source(src: View, axes=None, dge_mode=None) -> View:
     return View(moved.decl, moved.offset, moved.sizes, moved.strides, moved.axis_vars, moved.bounds)
 
 
-def dma_transpose(dst: View, src: View, axes=None, dge_mode=None, mask=None, **_) -> None:
-    """dst = src transposed by the DMA engines ([1, 0]; [2, 1, 0]; [3, 1, 2, 0])."""
+def dma_transpose(dst: View, src: View, axes=None, dge_mode=None, mask=None, oob_mode=None, **_) -> None:
+    """dst = src transposed by the DMA engines ([1, 0]; [2, 1, 0]; [3, 1, 2, 0]); with an indirect src
+    (`.ap(..., vector_offset=index, indirect_dim=0)`), the rows the index picks, gathered, then transposed."""
+    if src.vector_offset is not None:
+        return _gather_transpose(dst, src, axes, dge_mode, oob_mode, mask)
+    if oob_mode == "skip":
+        raise current().error("dma_transpose: oob_mode=skip is for an indirect source (vector_offset)")
     view = transposed_source(src, axes, dge_mode)
     if tuple(dst.shape) != tuple(view.shape):
         raise current().error(f"dma_transpose: the transpose of {src!r} is {list(view.shape)}, dst is {dst!r}")
     _emit("dma_copy", "dma", dst, (view,), mask)
+
+
+def _gather_transpose(dst: View, src: View, axes, dge, oob, mask) -> None:
+    """AWS's indirect dma_transpose (a software-DGE gather-transpose, NeuronCore-v3 and newer): row j of src's
+    first axis is row flat[j] of the HBM tensor, flat the [P, K] uint32 index tile read column by column,
+    and dst is those rows transposed. One indirect DMA writes dst through the permuted view, each gathered
+    row landing where the transpose puts it (a partial last index column is a second one)."""
+    trace = current()
+    index, dim = src.vector_offset
+    expected = _transpose_axes(src, axes)
+    rows = src.shape[0]
+    if trace.version < 3:
+        raise trace.error(f"an indirect dma_transpose needs a NeuronCore-v3 or newer, not v{trace.version}")
+    if dge not in (None, "unknown", "swdge"):
+        raise trace.error(f"an indirect dma_transpose runs on the software DGE: dge_mode unknown or swdge, not {dge}")
+    if dim != 0:
+        raise trace.error(f"an indirect dma_transpose gathers along the source's first axis (indirect_dim=0), "
+                          f"not {dim}")
+    if src.buffer != "hbm" or dst.buffer != "sbuf":
+        raise trace.error(f"an indirect dma_transpose reads HBM and writes SBUF: src {src!r}, dst {dst!r}")
+    if src.itemsize != 2 or dst.dtype != src.dtype:
+        raise trace.error(f"an indirect dma_transpose moves 2-byte elements unconverted: src {src.dtype}, "
+                          f"dst {dst.dtype}")
+    if src.shape[-1] > 128 or rows % 16:
+        raise trace.error(f"an indirect dma_transpose takes a source of a multiple of 16 rows with at most 128 "
+                          f"elements on its last axis (dst's partitions), not {list(src.shape)}")
+    if src.ndim == 4 and 1 not in (src.shape[1], src.shape[2]):
+        raise trace.error(f"a 4-axis indirect dma_transpose needs src.shape[1] or src.shape[2] to be 1: "
+                          f"{list(src.shape)}")
+    if not isinstance(index, View) or index.buffer != "sbuf" or index.dtype != "uint32" or index.ndim != 2:
+        raise trace.error(f"the indices of an indirect dma_transpose are a 2-axis uint32 SBUF tile, not {index!r}")
+    partitions, columns = index.shape
+    if partitions % 16 or not 16 <= partitions <= 128 or (columns > 1 and partitions != 128) \
+            or partitions * columns < rows:
+        raise trace.error(f"indices {list(index.shape)} for {rows} rows: 16 to 128 partitions (a multiple of 16; "
+                          f"128 with more than one column) holding at least one index per row")
+    moved = src.permuted(expected)
+    if tuple(dst.shape) != tuple(moved.shape):
+        raise trace.error(f"dma_transpose: the transpose of {src!r} is {list(moved.shape)}, dst is {dst!r}")
+    # dst in the gathered rows' order (each of the three permutations is its own inverse).
+    landing = dst.permuted(expected)
+    landing = View(landing.decl, landing.offset, landing.sizes, landing.strides)
+    one_row = View(src.decl, src.offset, [1] + list(src.sizes[1:]), src.strides)
+    by_column = index.permuted((1, 0))
+    full, rest = divmod(rows, partitions)
+    pieces = [(0, full * partitions, View(by_column.decl, by_column.offset, [full, partitions], by_column.strides))]
+    if rest:
+        pieces.append((full * partitions, rows, View(index.decl, index.offset + full * index.strides[1],
+                                                     [rest, 1], index.strides)))
+    for begin, end, indices in pieces:
+        if end == begin:
+            continue
+        part = View(landing.decl, landing.offset + begin * landing.strides[0],
+                    [end - begin] + list(landing.sizes[1:]), landing.strides)
+        _emit("dma_copy", "dma", part, (one_row, indices), mask, indirect=True, indirect_dim=0,
+              skip_oob=oob == "skip")
