@@ -111,7 +111,7 @@ def ring_steps(x, group):
 def variable_chunks_prepared(x, metadata, dst_elements: int, group, misuse: str = ""):
     """all_to_all_v in two halves (SDK 2.34): prepared, then its metadata's send counts zeroed, then
     triggered; the transfer follows the metadata as the prepare read it. misuse: "twice" triggers it
-    twice, "overlap" prepares again before the trigger."""
+    twice, "overlap" prepares again before the trigger, "dangling" never triggers it."""
     out, table = _dst_and_metadata(x, metadata, dst_elements)
     prepared = ncc.all_to_all_v_prepare(srcs=[x], dsts=[out], replica_group=group, metadata_tensor=table)
     if misuse == "overlap":
@@ -119,7 +119,8 @@ def variable_chunks_prepared(x, metadata, dst_elements: int, group, misuse: str 
     zeros = nl.ndarray((1, metadata.shape[1]), dtype=nl.uint32, buffer=nl.sbuf)
     nisa.memset(zeros, 0)
     nisa.dma_copy(dst=table[0:1, :], src=zeros)
-    ncc.all_to_all_v_trigger(prepared)
+    if misuse != "dangling":
+        ncc.all_to_all_v_trigger(prepared)
     if misuse == "twice":
         ncc.all_to_all_v_trigger(prepared)
     return out, table

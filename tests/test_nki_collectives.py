@@ -190,6 +190,7 @@ def test_variable_chunk_errors(rows, group, gather, displaced, kind, message):
 @pytest.mark.parametrize("misuse, message", [
     ("twice", r"all_to_all_v_trigger: NkiInstruction\(all_to_all_v, triggered\) was triggered already"),
     ("overlap", "all_to_all_v_prepare: the all_to_all_v prepared before has not been triggered"),
+    ("dangling", r"the all_to_all_v_prepare at nki_collective_kernels.py:\d+ was never triggered"),
 ])
 def test_prepare_and_trigger_pair_up(misuse, message):
     metadata = torch.tensor([[3], [2], [0]], dtype=torch.int64).to(torch.uint32).to("neuron")

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from .isa import alu_of
 from .language import _emit
-from .trace import View, current
+from .trace import NkiError, View, current
 
 # The kinds, as nki_runtime/Collectives.h numbers them.
 (ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL, PERMUTE, RANK_ID, ALL_TO_ALL_V, ALL_GATHER_V, RING_PERMUTE,
@@ -193,8 +193,8 @@ class NkiInstruction:
     """What a collective's _prepare returns (SDK 2.34): the transfer its _trigger carries out, with the
     metadata as it was at the prepare."""
 
-    def __init__(self, what: str, carry_out):
-        self.what, self._carry_out, self.triggered = what, carry_out, False
+    def __init__(self, what: str, carry_out, where: str = ""):
+        self.what, self._carry_out, self.triggered, self.where = what, carry_out, False, where
 
     def __repr__(self) -> str:
         return f"NkiInstruction({self.what}{', triggered' if self.triggered else ''})"
@@ -240,8 +240,16 @@ def _prepare(what: str, kind: int, srcs, dsts, group, metadata, counts_known: bo
             rows = (slice(2, 3), slice(None)) if metadata.ndim == 2 else (slice(None), slice(2, 3), slice(None))
             _emit("dma_copy", "dma", metadata[rows], (snapshot[rows],), None)
 
-    trace.prepared_collective = NkiInstruction(what, carry_out)
+    trace.prepared_collective = NkiInstruction(what, carry_out, trace.where())
     return trace.prepared_collective
+
+
+def check_all_triggered(trace) -> None:
+    """At the end of a trace: a prepare whose trigger never came would leave its transfer undone."""
+    pending = trace.prepared_collective
+    if pending is not None and not pending.triggered:
+        raise NkiError(f"kernel '{trace.kernel}': the {pending.what}_prepare at {pending.where} was never "
+                       f"triggered ({pending.what}_trigger moves the data)")
 
 
 def _trigger(what: str, prepared) -> NkiInstruction:

@@ -89,7 +89,7 @@ def exchange(coefficients: list, op: str, dtype: torch.dtype, sent: bytes) -> by
                   for i in range(len(ranks_of))]
         return _permute(routes, rank, world, sent)
     if kind in (ALL_TO_ALL_V, ALL_GATHER_V):
-        return _variable(kind, mine, _process_group(rank_lists, mine, world), dtype, sent)
+        return _variable(kind, mine, mine.index(rank), _process_group(rank_lists, mine, world), dtype, sent)
     as_dtype = kind in (ALL_REDUCE, REDUCE_SCATTER)
     data = torch.frombuffer(bytearray(sent), dtype=dtype if as_dtype else torch.uint8)
     dist = torch.distributed
@@ -134,10 +134,10 @@ def _permute(routes, rank: int, world: int, sent: bytes) -> bytes:
     return received.cpu().numpy().tobytes() if receive_from else b""
 
 
-def _variable(kind: int, mine: tuple, group, dtype: torch.dtype, sent: bytes) -> bytes:
+def _variable(kind: int, mine: tuple, me: int, group, dtype: torch.dtype, sent: bytes) -> bytes:
     """all_to_all_v / all_gather_v: every member's counts first (an all_gather), then the chunks, each padded
     to the longest so that torch's equal-part collectives carry them; what comes back is the count from each
-    member, then its chunk, in list order (nki_runtime/Collectives.h)."""
+    member, then its chunk, in list order (nki_runtime/Collectives.h); `me` is this rank's place in `mine`."""
     dist, device = torch.distributed, _device()
     n, size = len(mine), torch.empty((), dtype=dtype).element_size()
     by_rank = sorted(mine)
@@ -156,7 +156,6 @@ def _variable(kind: int, mine: tuple, group, dtype: torch.dtype, sent: bytes) ->
     if kind == ALL_TO_ALL_V:
         out = torch.empty_like(payload, device=device)
         dist.all_to_all_single(out, payload[[mine.index(r) for r in by_rank]].to(device), group=group)
-        me = mine.index(torch.distributed.get_rank())
         received, lengths = out.cpu()[[by_rank.index(r) for r in mine]], counts[:, me]
     else:
         out = torch.empty(n, payload.shape[1], dtype=torch.uint8, device=device)

@@ -16,7 +16,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import torch
 
-from . import lnc, source_files
+from . import collectives, lnc, source_files
 from .trace import NkiError, Trace, View, _product, dtype_name, tracing
 
 _TORCH_DTYPES = {
@@ -229,6 +229,7 @@ class Kernel:
                 trace.start_instance(index, program_id)
                 returned = fn(*call_args, **call_kwargs)
                 result = returned if index == 0 else result
+            collectives.check_all_triggered(trace)
             lnc.interleave(trace)
         outputs = [(d.argument, d.shape, d.dtype) for d in trace.shared]
         constants = [(decl.argument, values) for decl, values in trace.constants.values()]
