@@ -98,6 +98,7 @@ class Checker {
   // Packed MX data is written by quantize_mx, read by nc_matmul_mx and moved unconverted by DMA and
   // tensor_copy; no other instruction can take it.
   bool checkPacked(int i, const Instruction& in);
+  bool checkWideIntegers(int i, const Instruction& in);  // Verifier.cpp
   bool requireMicroscaling(int i);
   // The scales of a packed [K, F] tile: [K / 8, F] up to 32 partitions, else as tall as the data with
   // each quadrant's scales in its first four partitions (Microscaling.h).

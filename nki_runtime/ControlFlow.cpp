@@ -103,14 +103,51 @@ int32_t scalarAlu(AluOp op, int32_t a, int32_t b) {
   }
 }
 
+int64_t scalarAlu64(AluOp op, int64_t a, int64_t b) {
+  const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);  // two's complement, wrapping
+  switch (op) {
+    case AluOp::kAdd: return static_cast<int64_t>(ua + ub);
+    case AluOp::kSubtract: return static_cast<int64_t>(ua - ub);
+    case AluOp::kMultiply: return static_cast<int64_t>(ua * ub);
+    default:
+      throw std::invalid_argument("scalar_alu: 64-bit scalars add, subtract and multiply only");
+  }
+}
+
+namespace {
+
+bool wide(const Program& program, const Access& a) { return program.tensors[a.tensor].dtype == Dtype::kInt64; }
+
+}  // namespace
+
+int64_t registerValue(const Program& program, const Access& a, const RegisterAt& reg) {
+  if (wide(program, a)) return *static_cast<const int64_t*>(reg(a));
+  return *static_cast<const int32_t*>(reg(a));
+}
+
+void setRegister(const Program& program, const Access& a, const RegisterAt& reg, int64_t value) {
+  if (wide(program, a)) {
+    *static_cast<int64_t*>(reg(a)) = value;
+  } else {
+    *static_cast<int32_t*>(reg(a)) = static_cast<int32_t>(value);
+  }
+}
+
 int32_t Sequencer::next(int32_t i, const RegisterAt& reg) {
   const Instruction& in = program_.instructions[i];
   switch (in.opcode) {
-    case Opcode::kScalarAlu:
-      *reg(in.dst) = scalarAlu(in.op0, *reg(in.inputs[0]), *reg(in.inputs[1]));
+    case Opcode::kScalarAlu: {
+      const int64_t a = registerValue(program_, in.inputs[0], reg), b = registerValue(program_, in.inputs[1], reg);
+      const bool wide_ = wide(program_, in.dst);
+      setRegister(program_, in.dst, reg,
+                  wide_ ? scalarAlu64(in.op0, a, b)
+                        : scalarAlu(in.op0, static_cast<int32_t>(a), static_cast<int32_t>(b)));
       return i + 1;
+    }
     case Opcode::kBranch:
-      return in.inputs.empty() || *reg(in.inputs[0]) == 0 ? static_cast<int32_t>(in.coefficients[0]) : i + 1;
+      return in.inputs.empty() || registerValue(program_, in.inputs[0], reg) == 0
+                 ? static_cast<int32_t>(in.coefficients[0])
+                 : i + 1;
     default:
       return loop(i, reg);
   }
@@ -125,11 +162,11 @@ int32_t Sequencer::loop(int32_t i, const RegisterAt& reg) {
   if (in.opcode == Opcode::kLoopBegin) {
     Counter& counter = counters_[i];
     counter.iterations = 0;
-    if (step == 0) return *reg(in.inputs[0]) != 0 ? i + 1 : other + 1;
-    counter.value = *reg(in.inputs[0]);
-    counter.upper = *reg(in.inputs[1]);
+    if (step == 0) return registerValue(program_, in.inputs[0], reg) != 0 ? i + 1 : other + 1;
+    counter.value = registerValue(program_, in.inputs[0], reg);
+    counter.upper = registerValue(program_, in.inputs[1], reg);
     if (counter.value >= counter.upper) return other + 1;
-    *reg(in.dst) = static_cast<int32_t>(counter.value);
+    setRegister(program_, in.dst, reg, counter.value);
     return i + 1;
   }
   Counter& counter = counters_[other];
@@ -137,10 +174,10 @@ int32_t Sequencer::loop(int32_t i, const RegisterAt& reg) {
     throw std::runtime_error("a device loop (line " + std::to_string(program_.instructions[other].line) +
                              ") ran " + std::to_string(kMaxIterations) + " times in one call: stopped");
   }
-  if (step == 0) return *reg(in.inputs[0]) != 0 ? other + 1 : i + 1;
+  if (step == 0) return registerValue(program_, in.inputs[0], reg) != 0 ? other + 1 : i + 1;
   counter.value += step;
   if (counter.value >= counter.upper) return i + 1;
-  *reg(in.dst) = static_cast<int32_t>(counter.value);
+  setRegister(program_, in.dst, reg, counter.value);
   return other + 1;
 }
 
@@ -148,7 +185,7 @@ Instruction withDynamicOffsets(const Program& program, const Instruction& in, co
   Instruction moved = in;
   for (const DynamicOffset& dynamic : in.dynamic_offsets) {
     Access& view = dynamic.view < 0 ? moved.dst : moved.inputs.at(dynamic.view);
-    const int64_t shift = *reg(dynamic.reg);
+    const int64_t shift = registerValue(program, dynamic.reg, reg);
     view.offset += shift;
     const TensorInfo& tensor = program.tensors[view.tensor];
     bool inside = view.lowest() >= 0 && view.highest() <= tensor.elements();

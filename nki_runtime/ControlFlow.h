@@ -31,10 +31,15 @@ std::vector<int32_t> branchTargets(const Program& program, std::string* error = 
 // remainder takes a's sign (kMod) or b's (kFloorMod), a comparison gives 1 or 0. Division by zero is a
 // std::domain_error, an operator the sequencer lacks a std::invalid_argument.
 int32_t scalarAlu(AluOp op, int32_t a, int32_t b);
+// The same on 64-bit scalars (nl.int64), which add, subtract and multiply only, wrapping.
+int64_t scalarAlu64(AluOp op, int64_t a, int64_t b);
 bool isScalarAluOp(AluOp op);
 
-// Where a register lives in host memory, given the one-element view of it.
-using RegisterAt = std::function<int32_t*(const Access&)>;
+// Where a register lives in host memory, given the one-element view of it: an int32, or an int64 where its
+// tensor is int64 (a scalar read from an nl.int64 tile).
+using RegisterAt = std::function<void*(const Access&)>;
+int64_t registerValue(const Program& program, const Access& a, const RegisterAt& reg);
+void setRegister(const Program& program, const Access& a, const RegisterAt& reg, int64_t value);
 
 // A run's sequencer: its loop counters (one per kLoopBegin), its branches and its scalar arithmetic.
 class Sequencer {

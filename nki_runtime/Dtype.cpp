@@ -109,8 +109,9 @@ Int saturate(float value) {
   if (std::isnan(value)) return 0;
   const double rounded = std::nearbyint(static_cast<double>(value));
   const double low = static_cast<double>(std::numeric_limits<Int>::min());
-  const double high = static_cast<double>(std::numeric_limits<Int>::max());
-  return static_cast<Int>(std::clamp(rounded, low, high));
+  const double high = static_cast<double>(std::numeric_limits<Int>::max());  // 2^63 for int64: one past it
+  if (rounded >= high) return std::numeric_limits<Int>::max();
+  return static_cast<Int>(std::max(rounded, low));
 }
 
 template <typename Int>
@@ -130,6 +131,8 @@ void storeInt(float value, void* element) {
 
 std::size_t byteSize(Dtype dtype) {
   switch (dtype) {
+    case Dtype::kInt64:
+      return 8;
     case Dtype::kFloat32:
     case Dtype::kTFloat32:
     case Dtype::kInt32:
@@ -170,7 +173,7 @@ std::string_view name(Dtype dtype) {
   static constexpr std::string_view kNames[] = {"float32", "bfloat16", "float16", "tfloat32", "float8_e4m3",
                                                  "float8_e5m2", "int8", "int16", "int32", "uint8", "uint16",
                                                  "uint32", "bool", "float8_e5m2_x4", "float8_e4m3fn_x4",
-                                                 "float4_e2m1fn_x4"};
+                                                 "float4_e2m1fn_x4", "int64"};
   return kNames[static_cast<int>(dtype)];
 }
 
@@ -209,6 +212,8 @@ float toFloat(const void* element, Dtype dtype) {
       return loadInt<uint16_t>(element);
     case Dtype::kUInt32:
       return loadInt<uint32_t>(element);
+    case Dtype::kInt64:
+      return loadInt<int64_t>(element);
     case Dtype::kFloat8E5M2x4:  // the verifier lets no instruction read packed values one by one
     case Dtype::kFloat8E4M3x4:
     case Dtype::kFloat4E2M1x4:
@@ -255,6 +260,8 @@ void fromFloat(float value, void* element, Dtype dtype) {
       return storeInt<uint16_t>(value, element);
     case Dtype::kUInt32:
       return storeInt<uint32_t>(value, element);
+    case Dtype::kInt64:
+      return storeInt<int64_t>(value, element);
     case Dtype::kBool:
       *static_cast<uint8_t*>(element) = (value != 0.f && !std::isnan(value)) ? 1 : 0;
       return;

@@ -28,6 +28,9 @@ enum class Dtype : uint8_t {
   kFloat8E5M2x4,  // four float8_e5m2 in 32 bits, value j in byte j
   kFloat8E4M3x4,  // four float8_e4m3fn in 32 bits
   kFloat4E2M1x4,  // four float4_e2m1fn in 16 bits, value j in bits 4j..4j+3
+  // 64-bit integers (nl.int64, SDK 2.33+): moved by DMA and read into the sequencers' scalars
+  // (nisa.scalar_load); no compute engine takes them.
+  kInt64,
 };
 
 std::size_t byteSize(Dtype dtype);

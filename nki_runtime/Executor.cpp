@@ -171,8 +171,8 @@ void Executor::run(const std::vector<void*>& hbm, uint64_t seed, const Printer* 
   std::unique_ptr<EngineGenerators> random = uses_random_ ? std::make_unique<EngineGenerators>(seed) : nullptr;
   const auto& instructions = program_.instructions;
   Sequencer sequencer(program_);
-  const RegisterAt reg = [&](const Access& a) {
-    return reinterpret_cast<int32_t*>(base(hbm, arena, a.tensor)) + a.offset;
+  const RegisterAt reg = [&](const Access& a) -> void* {
+    return base(hbm, arena, a.tensor) + a.offset * static_cast<int64_t>(byteSize(program_.tensors[a.tensor].dtype));
   };
   for (int32_t i = 0; i < static_cast<int32_t>(instructions.size());) {
     for (int32_t t : fresh_before_[i]) {

@@ -97,8 +97,8 @@ void addInto(const Bound& b) {
   });
 }
 
-// Packed MX elements move as bits, one at a time along strided rows (the verifier allows no conversion).
-void copyPacked(const Bound& b) {
+// Elements moved as bits, one at a time along strided rows (a copy within one dtype).
+void copyBits(const Bound& b) {
   const int64_t n = inner(b.in.dst);
   const std::size_t size = byteSize(b.dst_type);
   const int64_t to_step = innerStride(b.in.dst) * static_cast<int64_t>(size);
@@ -114,8 +114,12 @@ void copy(const Bound& b) {
   if (b.in.accumulate && b.in.opcode == Opcode::kDmaCopy) return addInto(b);
   const int64_t n = inner(b.in.dst);
   const Access& src = b.in.inputs[0];
-  const bool raw = b.dst_type == b.input_types[0] && innerStride(b.in.dst) == 1 && innerStride(src) == 1;
-  if (!raw && isPacked(b.dst_type)) return copyPacked(b);
+  const bool same = b.dst_type == b.input_types[0];
+  const bool raw = same && innerStride(b.in.dst) == 1 && innerStride(src) == 1;
+  // Element by element as bits: packed values, and 32- and 64-bit integers that fp32 would round.
+  if (!raw && (isPacked(b.dst_type) || (same && !isFloat(b.dst_type) && byteSize(b.dst_type) >= 4))) {
+    return copyBits(b);
+  }
   const bool bypass = raw && b.streaming_stores && nrt::simdLevel() >= nrt::SimdLevel::kAvx2;
   forRows(b, b.in.dst, b.views(), [&](const std::array<int64_t, 8>& o) {
     if (raw) {

@@ -193,13 +193,32 @@ void Checker::requireSameShape(int i, const Access& a, const Access& b, std::str
   if (!same) fail(i, role, " has a shape that differs from dst's");
 }
 
+// int64 data (SDK 2.33+) is moved by DMA to the same dtype and read and written by the sequencers' scalars;
+// no engine computes on it.
+bool Checker::checkWideIntegers(int i, const Instruction& in) {
+  bool wide = tensor(in.dst).dtype == Dtype::kInt64, all_wide = wide;
+  for (const Access& input : in.inputs) {
+    const bool w = tensor(input).dtype == Dtype::kInt64;
+    wide = wide || w;
+    all_wide = all_wide && w;
+  }
+  if (!wide || in.opcode == Opcode::kScalarAlu || in.opcode == Opcode::kDevicePrint) return true;
+  const bool copy = in.opcode == Opcode::kDmaCopy && !in.accumulate;
+  // A gather's index tile is int32/uint32; the data it moves must keep its dtype.
+  const bool same = copy && tensor(in.inputs[0]).dtype == tensor(in.dst).dtype;
+  if (same && (all_wide || in.indirect)) return true;
+  fail(i, "int64 data is moved by dma_copy to int64 and read into scalars (nisa.scalar_load); no engine "
+       "computes on it or converts it");
+  return false;
+}
+
 void Checker::checkInstruction(int i) {
   const Instruction& in = program_.instructions[i];
   if (!checkAccess(i, in.dst, "dst")) return;
   for (std::size_t k = 0; k < in.inputs.size(); ++k) {
     if (!checkAccess(i, in.inputs[k], "input " + std::to_string(k))) return;
   }
-  if (!checkPacked(i, in)) return;
+  if (!checkPacked(i, in) || !checkWideIntegers(i, in)) return;
   if (in.opcode == Opcode::kDevicePrint) return;  // reads any memory, writes nothing
   const bool dma = in.engine == Engine::kDma;
   // Collectives move data through the DMA rings (the collective engines drive them).

@@ -18,7 +18,16 @@ void Checker::checkLoop(int i, const Instruction& in) {
 }
 
 void Checker::checkScalarAlu(int i, const Instruction& in) {
-  if (in.inputs.size() != 2 || !onRegisters(in)) fail(i, "computes a register from two registers (one int32 each)");
+  const auto is_wide = [&](const Access& a) { return a.elements() == 1 && tensor(a).dtype == Dtype::kInt64; };
+  if (in.inputs.size() == 2 && is_wide(in.dst) && is_wide(in.inputs[0]) && is_wide(in.inputs[1])) {
+    if (in.op0 != AluOp::kAdd && in.op0 != AluOp::kSubtract && in.op0 != AluOp::kMultiply) {
+      fail(i, "64-bit scalars add, subtract and multiply only");
+    }
+    return;
+  }
+  if (in.inputs.size() != 2 || !onRegisters(in)) {
+    fail(i, "computes a register from two registers (one int32 each, or three int64)");
+  }
   if (!isScalarAluOp(in.op0)) {
     fail(i, "the sequencers add, subtract, multiply, divide, take remainders (nl.fmod, nl.mod), maxima, minima ",
          "and comparisons of int32 scalars; no other operator");

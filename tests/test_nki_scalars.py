@@ -103,7 +103,7 @@ def test_if_else_on_numpy_bools_and_integers_picks_while_tracing():
     ("python_if", TypeError, "a register's value is known only on the device"),
     ("floor_division", TypeError, "rounds toward zero on the device"),
     ("store_an_int", NkiError, "scalar_store stores an NkiScalar, not int"),
-    ("load_a_float", NkiError, "must be a 1x1 int32 tile, not float32"),
+    ("load_a_float", NkiError, "must be a 1x1 int32 or int64 tile, not float32"),
     ("load_uint32", NkiError, "unsigned dtypes are not accepted"),
     ("power", NkiError, "the sequencers have no 'power'"),
     ("register_operand", NkiError, "is a VirtualRegister; scalar arithmetic takes NkiScalars"),

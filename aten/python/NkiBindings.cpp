@@ -176,7 +176,7 @@ py::dict codes() {
   all["engine"] = names({"dma", "tensor", "vector", "scalar", "gpsimd"});
   all["dtype"] = names({"float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2", "int8",
                         "int16", "int32", "uint8", "uint16", "uint32", "bool", "float8_e5m2_x4", "float8_e4m3fn_x4",
-                        "float4_e2m1fn_x4"});
+                        "float4_e2m1fn_x4", "int64"});
   all["opcode"] = names({"dma_copy", "nc_matmul", "nc_transpose", "tensor_tensor", "tensor_scalar", "activation",
                          "tensor_reduce", "tensor_copy", "memset", "iota", "tensor_tensor_scan", "select",
                          "scalar_tensor_tensor", "max8", "nc_find_index8", "bn_stats", "bn_aggr",

@@ -3,8 +3,8 @@ _load, _store), loops whose bounds or condition are registers (nl.fori_loop, nl.
 nl.dynamic_range), branches on a register (nl.if_else) and views offset by a register
 (`tensor.ap(..., scalar_offset=register)`). Scalars computed from registers: device_scalars.py.
 
-A register is an int32 element of a hidden HBM scratch tensor of the kernel: moving, loading and storing
-one are DMA copies (the verifier and the cost model see them as such). A loop's body is traced once,
+A register is an int32 element of a hidden HBM scratch tensor of the kernel (a 64-bit scalar's, an int64
+element of another): moving, loading and storing one are DMA copies (the verifier and the cost model see them as such). A loop's body is traced once,
 between a loop-begin and a loop-end instruction; a branch's sides are traced once each, after a forward
 branch; the executor follows both (nki_runtime/ControlFlow.h)."""
 from __future__ import annotations
@@ -21,6 +21,11 @@ class VirtualRegister:
     def __init__(self, element: int, registers):
         self.element, self.registers = element, registers  # registers: the trace's register tensor
 
+    @property
+    def dtype(self) -> str:
+        """int32, or int64 for a scalar read from an nl.int64 tile."""
+        return self.registers.dtype
+
     def view(self) -> View:
         return View(self.registers, self.element, (1, 1), (1, 1))
 
@@ -34,12 +39,13 @@ class VirtualRegister:
         return f"VirtualRegister({self.element})"
 
 
-def _constant(value: int) -> View:
+def _constant(value: int, dtype: str = "int32") -> View:
     import numpy as np
     from .language import shared_constant
-    if not -2**31 <= int(value) < 2**31:
-        raise current().error(f"a register holds 32 bits: {value} does not fit")
-    return shared_constant(np.array([[int(value)]], dtype=np.int32))
+    bits = 64 if dtype == "int64" else 32
+    if not -2**(bits - 1) <= int(value) < 2**(bits - 1):
+        raise current().error(f"a register holds {bits} bits: {value} does not fit")
+    return shared_constant(np.array([[int(value)]], dtype=np.int64 if bits == 64 else np.int32))
 
 
 def _dma(dst: View, src: View) -> None:
@@ -47,11 +53,21 @@ def _dma(dst: View, src: View) -> None:
     _emit("dma_copy", "dma", dst, (src,), None)
 
 
-def new_register(kind=VirtualRegister):
-    """A register of the kernel's register file, as a VirtualRegister or an NkiScalar (`kind`)."""
+def new_register(kind=VirtualRegister, dtype: str = "int32"):
+    """A register of the kernel's register file, as a VirtualRegister or an NkiScalar (`kind`); an int64 one
+    (a 64-bit scalar) in the file of those."""
     trace = current()
-    element = trace.new_register()
-    return kind(element, trace.register_file(element + 1))
+    wide = dtype == "int64"
+    element = trace.new_register(wide)
+    return kind(element, trace.register_file(element + 1, wide))
+
+
+def narrow(value, role: str):
+    """value, unless it is a 64-bit scalar: the sequencers loop, branch and compare on 32-bit registers."""
+    if isinstance(value, VirtualRegister) and value.dtype == "int64":
+        raise current().error(f"{role} is a 64-bit scalar; loops, branches and comparisons take int32 ones "
+                              "(64-bit scalars add, subtract, multiply, and offset HBM access patterns)")
+    return value
 
 
 def register_alloc(x=None) -> VirtualRegister:
@@ -62,8 +78,10 @@ def register_alloc(x=None) -> VirtualRegister:
 
 
 def register_move(dst: VirtualRegister, x) -> None:
-    """dst = x, an integer or another register."""
-    _dma(dst.view(), x.view() if isinstance(x, VirtualRegister) else _constant(x))
+    """dst = x, an integer or another register of its width."""
+    if isinstance(x, VirtualRegister) and x.dtype != dst.dtype:
+        raise current().error(f"register_move: a {x.dtype} register into a {dst.dtype} one; the widths must match")
+    _dma(dst.view(), x.view() if isinstance(x, VirtualRegister) else _constant(x, dst.dtype))
 
 
 def _one_element(tensor: View, role: str) -> View:
@@ -86,7 +104,7 @@ def register_store(dst: View, src: VirtualRegister) -> None:
 
 def _register(value, role: str) -> VirtualRegister:
     if isinstance(value, VirtualRegister):
-        return value
+        return narrow(value, role)
     if isinstance(value, bool) or not isinstance(value, int):
         raise current().error(f"{role} must be an int or a VirtualRegister, not {type(value).__name__}")
     return register_alloc(value)
@@ -133,6 +151,7 @@ def while_loop(init: VirtualRegister, body_fun) -> None:
     """r = init; while r != 0: r = body_fun(r), on the device (the body returns the next condition)."""
     if not isinstance(init, VirtualRegister):
         raise current().error(f"while_loop's init must be a VirtualRegister, not {type(init).__name__}")
+    narrow(init, "while_loop's init")
     condition = register_alloc()
     register_move(condition, init)
     close = _loop((condition,), condition, 0)
@@ -173,6 +192,7 @@ def if_else(cond, then_fn, else_fn=None) -> None:
         return
     from .language import _emit
     trace = current()
+    narrow(cond, "if_else's condition")
     to_else = _emit("branch", "vector", cond.view(), [cond.view()], None, coefficients=[_FAR])
     trace.sequencer_depth += 1
     then_fn()

@@ -1,10 +1,13 @@
-"""Integers computed on the device (nki.isa.NkiScalar): read from a 1x1 int32 tile (nisa.scalar_load),
-combined by the sequencers' scalar ALU (nisa.scalar_alu, or Python's operators on a scalar), written back
-(nisa.scalar_store), and used as device-loop bounds, `.ap(scalar_offset=...)` and nl.if_else conditions.
+"""Integers computed on the device (nki.isa.NkiScalar): read from a 1x1 int32 or int64 tile
+(nisa.scalar_load), combined by the sequencers' scalar ALU (nisa.scalar_alu, or Python's operators on a
+scalar), written back (nisa.scalar_store), and used as device-loop bounds, `.ap(scalar_offset=...)` and
+nl.if_else conditions.
 
 A scalar is a register (device_loops.py) that arithmetic may produce: `i * 4 + 1` records two scalar_alu
-instructions and yields a new scalar; nothing is computed while tracing. Arithmetic is 32-bit and wraps.
-AWS's 64-bit scalars need nl.int64 tiles, which this implementation does not have."""
+instructions and yields a new scalar; nothing is computed while tracing. A scalar's width is its tile's and
+never changes: int32 arithmetic wraps at 32 bits; int64 scalars (SDK 2.33+) add, subtract and multiply,
+wrapping at 64 bits, and offset HBM access patterns (past 4 GiB too), but do not compare, divide, bound
+loops or branch, as AWS documents."""
 from __future__ import annotations
 
 import operator
@@ -29,14 +32,12 @@ _COMPARISONS = {"less": operator.lt, "less_equal": operator.le, "greater": opera
 
 
 class NkiScalar(VirtualRegister):
-    """One int32 value computed on the device. Python's +, -, *, unary - and comparisons on it (with an int
-    or another scalar) trace nisa.scalar_alu; a comparison yields a scalar holding 1 or 0. Python cannot
-    branch on it (use nl.if_else) or turn it into a number."""
-
-    dtype = "int32"
+    """One int32 (or int64) value computed on the device. Python's +, -, *, unary - and comparisons on it
+    (with an int or another scalar of its width) trace nisa.scalar_alu; a comparison yields an int32 scalar
+    holding 1 or 0. Python cannot branch on it (use nl.if_else) or turn it into a number."""
 
     def __repr__(self) -> str:
-        return f"NkiScalar({self.element})"
+        return f"NkiScalar({self.element}{', int64' if self.dtype == 'int64' else ''})"
 
     __hash__ = VirtualRegister.__hash__  # the comparisons below trace; identity stays the hash
 
@@ -73,7 +74,10 @@ def _op_name(op) -> str:
     return name
 
 
-def _operand(value, role: str) -> NkiScalar:
+_WIDE_OPERATORS = ("add", "subtract", "multiply")
+
+
+def _operand(value, role: str, dtype: str) -> NkiScalar:
     if isinstance(value, NkiScalar):
         return value
     if isinstance(value, VirtualRegister):
@@ -81,9 +85,18 @@ def _operand(value, role: str) -> NkiScalar:
                               "(nisa.scalar_load) and ints")
     if isinstance(value, bool) or not isinstance(value, int):
         raise current().error(f"scalar_alu's {role} must be an NkiScalar or an int, not {type(value).__name__}")
-    scalar = new_register(NkiScalar)
+    scalar = new_register(NkiScalar, dtype)
     register_move(scalar, value)
     return scalar
+
+
+def _width(data1, data2) -> str:
+    """The dtype of the scalars in an operation: theirs, which must agree (an int takes the other's)."""
+    widths = {d.dtype for d in (data1, data2) if isinstance(d, VirtualRegister)}
+    if len(widths) > 1:
+        raise current().error("scalar_alu: an int32 and an int64 scalar; the widths must match (a scalar's "
+                              "width is its tile's, with no widening)")
+    return widths.pop() if widths else "int32"
 
 
 def scalar_alu(data1, data2, op, name=None):
@@ -97,33 +110,41 @@ def scalar_alu(data1, data2, op, name=None):
             raise current().error("scalar_alu: division by zero")
         return _ARITHMETIC[op](data1, data2)
     from .language import _emit
-    a, b = _operand(data1, "data1"), _operand(data2, "data2")
-    result = new_register(NkiScalar)
+    dtype = _width(data1, data2)
+    if dtype == "int64" and op not in _WIDE_OPERATORS:
+        raise current().error(f"scalar_alu: {op} of 64-bit scalars; they add, subtract and multiply only "
+                              "(comparisons, division, remainders, maxima and minima take int32 scalars)")
+    a, b = _operand(data1, "data1", dtype), _operand(data2, "data2", dtype)
+    result = new_register(NkiScalar, dtype)
     _emit("scalar_alu", "vector", result.view(), (a.view(), b.view()), None, op0=op)
     return result
 
 
-def _int32_tile(tensor, role: str) -> View:
+def _scalar_tile(tensor, role: str) -> View:
     view = _one_element(tensor, role)
     if tensor.buffer not in ("hbm", "sbuf"):
         raise current().error(f"{role} must be in SBUF or HBM, not {tensor.buffer.upper()}")
-    if tensor.dtype != "int32":
+    if tensor.dtype not in ("int32", "int64"):
         hint = "; unsigned dtypes are not accepted: use int32" if tensor.dtype.startswith("uint") else ""
-        raise current().error(f"{role} must be a 1x1 int32 tile, not {tensor.dtype}{hint}")
+        raise current().error(f"{role} must be a 1x1 int32 or int64 tile, not {tensor.dtype}{hint}")
     return view
 
 
 def scalar_load(src: View) -> NkiScalar:
-    """The value of a 1x1 int32 tile (SBUF or HBM) as a scalar."""
-    tile = _int32_tile(src, "scalar_load's src")
-    scalar = new_register(NkiScalar)
+    """The value of a 1x1 int32 or int64 tile (SBUF or HBM) as a scalar of that width, never truncated."""
+    tile = _scalar_tile(src, "scalar_load's src")
+    scalar = new_register(NkiScalar, tile.dtype)
     _dma(scalar.view(), tile)
     return scalar
 
 
 def scalar_store(dst: View, value: NkiScalar) -> None:
-    """dst (a 1x1 int32 tile in SBUF or HBM) = value."""
+    """dst (a 1x1 tile of value's width, int32 or int64, in SBUF or HBM) = value."""
     if not isinstance(value, NkiScalar):
         raise current().error(f"scalar_store stores an NkiScalar, not {type(value).__name__} (an int stores "
                               "nothing on the device: write constants with nisa.memset)")
-    _dma(_int32_tile(dst, "scalar_store's dst"), value.view())
+    tile = _scalar_tile(dst, "scalar_store's dst")
+    if tile.dtype != value.dtype:
+        raise current().error(f"scalar_store: a {value.dtype} scalar into a {tile.dtype} tile; the widths must "
+                              "match")
+    _dma(tile, value.view())

@@ -23,7 +23,7 @@ _TORCH_DTYPES = {
     "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "int8": torch.int8,
     "int16": torch.int16, "int32": torch.int32, "uint8": torch.uint8, "bool": torch.bool,
     "float8_e4m3": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2,
-    "uint16": torch.uint16, "uint32": torch.uint32,
+    "uint16": torch.uint16, "uint32": torch.uint32, "int64": torch.int64,
     # Packed MX data leaves a kernel as the unsigned integers of its size, as AWS's tutorials hold it.
     "float8_e5m2_x4": torch.uint32, "float8_e4m3fn_x4": torch.uint32, "float4_e2m1fn_x4": torch.uint16,
 }
@@ -268,8 +268,8 @@ def _dtype_of(value) -> str:
     try:
         return dtype_name({"float8_e4m3fn": "float8_e4m3"}.get(name, name))
     except NkiError:
-        raise NkiError(f"a {name} tensor cannot go to a NeuronCore kernel: its dtypes are bf16, fp16, fp32, fp8 "
-                       "and 8/16/32-bit integers") from None
+        raise NkiError(f"a {name} tensor cannot go to a NeuronCore kernel: its dtypes are bf16, fp16, fp32, fp8, "
+                       "8/16/32-bit integers and int64 (moved and read into scalars only)") from None
 
 
 def _signature(args, kwargs) -> tuple:

@@ -21,6 +21,7 @@ from .trace import BYTES, FLOATS, NkiError, View, _product, current, dtype_name,
 float32, bfloat16, float16, tfloat32 = "float32", "bfloat16", "float16", "tfloat32"
 float8_e4m3, float8_e4m3fn, float8_e5m2 = "float8_e4m3", "float8_e4m3", "float8_e5m2"
 int8, int16, int32, uint8, uint16, uint32, bool_ = "int8", "int16", "int32", "uint8", "uint16", "uint32", "bool"
+int64 = "int64"  # SDK 2.33+: moved by DMA and read into 64-bit scalars (nisa.scalar_load); no engine computes on it
 # Microscaling (MX): four fp8 values in 32 bits, four fp4 values in 16 bits (nisa.quantize_mx, nisa.nc_matmul_mx)
 float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4 = "float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4"
 

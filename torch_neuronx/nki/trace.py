@@ -39,16 +39,17 @@ DTYPE_ALIASES = {
     "fp16": "float16", "half": "float16", "tfloat32": "tfloat32", "float8_e4m3": "float8_e4m3",
     "float8_e4m3fn": "float8_e4m3", "float8_e5m2": "float8_e5m2", "int8": "int8", "int16": "int16",
     "int32": "int32", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "bool": "bool", "bool_": "bool",
-    "float": "float32", "int": "int32",
+    "float": "float32", "int": "int32", "int64": "int64",
     # Microscaling (MX) data, four values packed in one element (nki_runtime/Microscaling.h)
     "float8_e5m2_x4": "float8_e5m2_x4", "float8_e4m3fn_x4": "float8_e4m3fn_x4", "float4_e2m1fn_x4": "float4_e2m1fn_x4",
 }
 MAX_AXES = 8  # axes of one access pattern (nki_runtime/Program.h kMaxAxes)
 REGISTERS = "nki_registers"  # the name of the tensor that holds a kernel's virtual registers (device_loops.py)
+WIDE_REGISTERS = "nki_registers_64"  # and of the one holding its 64-bit scalars (device_scalars.py)
 FLOATS = ("float32", "tfloat32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2")
 BYTES = {"float32": 4, "tfloat32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "float16": 2, "int16": 2,
          "uint16": 2, "float8_e4m3": 1, "float8_e5m2": 1, "int8": 1, "uint8": 1, "bool": 1,
-         "float8_e5m2_x4": 4, "float8_e4m3fn_x4": 4, "float4_e2m1fn_x4": 2}
+         "float8_e5m2_x4": 4, "float8_e4m3fn_x4": 4, "float4_e2m1fn_x4": 2, "int64": 8}
 PACKED = ("float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4")
 
 
@@ -275,6 +276,9 @@ class View(TensorViews):
             if not isinstance(scalar_offset, VirtualRegister):
                 raise NkiError(f".ap(scalar_offset=...) takes a VirtualRegister (nisa.register_alloc, a device "
                                f"loop's index), not {type(scalar_offset).__name__}")
+            if scalar_offset.dtype == "int64" and view.buffer != "hbm":
+                raise NkiError(f".ap(scalar_offset=...) of an {view.buffer.upper()} tile takes an int32 scalar; "
+                               "64-bit offsets are for HBM access patterns")
             view.dynamic = scalar_offset
         return view
 
@@ -375,6 +379,8 @@ class Trace:
         self.registers: Dict[str, TensorDecl] = {}  # engine -> its reduce_cmd accumulator registers
         self.register_count = 0  # the sequencers' virtual registers (device_loops.py), one int32 each
         self.register_decl: Optional[TensorDecl] = None
+        self.wide_register_count = 0  # the 64-bit scalars' registers, one int64 each
+        self.wide_register_decl: Optional[TensorDecl] = None
         self.next_var = 0
         self.psum_written: Dict[int, List[Tuple[int, int]]] = {}
         self.sequencer_depth = 0  # device loops and nl.if_else sides being traced around the current call
@@ -468,18 +474,26 @@ class Trace:
             self.aliases[key] = alias
         return self.aliases[key]
 
-    def new_register(self) -> int:
+    def new_register(self, wide: bool = False) -> int:
+        if wide:
+            self.wide_register_count += 1
+            self.register_file(self.wide_register_count, wide=True)
+            return self.wide_register_count - 1
         self.register_count += 1
         self.register_file(self.register_count)
         return self.register_count - 1
 
-    def register_file(self, at_least: int) -> TensorDecl:
-        """The virtual registers as one int32 HBM scratch tensor, as long as the registers allocated so far."""
-        if self.register_decl is None:
-            self.register_decl = self.new_tensor("private_hbm", "int32", (at_least,), REGISTERS)
-        if self.register_decl.shape[0] < at_least:
-            self.register_decl.shape = (at_least,)
-        return self.register_decl
+    def register_file(self, at_least: int, wide: bool = False) -> TensorDecl:
+        """The virtual registers as one int32 HBM scratch tensor (int64 for the 64-bit scalars), as long as the
+        registers allocated so far."""
+        attribute, dtype, name = ("wide_register_decl", "int64", WIDE_REGISTERS) if wide else \
+            ("register_decl", "int32", REGISTERS)
+        if getattr(self, attribute) is None:
+            setattr(self, attribute, self.new_tensor("private_hbm", dtype, (at_least,), name))
+        decl = getattr(self, attribute)
+        if decl.shape[0] < at_least:
+            decl.shape = (at_least,)
+        return decl
 
     def reduce_registers(self, engine: str) -> "View":
         """The accumulator registers of `engine`'s side reductions (reduce_cmd): one fp32 per partition, a

@@ -1,0 +1,58 @@
+"""64-bit scalars (nl.int64 and NkiScalar of it, SDK 2.33+): loaded without truncation, wrapping at 64 bits,
+stored to int64 tiles, offsetting HBM past 4 GiB of elements' reach; what AWS refuses them (comparisons,
+division, loop bounds, branches, narrowing, on-chip offsets, compute engines) refused by name."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import nki_wide_scalar_kernels as k  # noqa: E402
+from torch_neuronx.nki.trace import NkiError
+
+N = "neuron"
+
+
+def _one(value, dtype=torch.int64):
+    return torch.tensor([[value]], dtype=dtype).to(N)
+
+
+def _wrap64(v):
+    return (v + 2**63) % 2**64 - 2**63
+
+
+@pytest.mark.parametrize("a,b", [(3_000_000_000, 2), (-7, 5), (2**62 + 5, 4), (-(2**63), -1)])
+def test_wide_arithmetic_keeps_64_bits_and_wraps_there(a, b):
+    """AWS's example: 3,000,000,000 * 2 = 6,000,000,000, not truncated; past 2^63 the sum wraps."""
+    got = k.wide_arithmetic(_one(a), _one(b)).cpu()[0].tolist()
+    expected = [a + b, a - b, a * b, a * 2 + 1, -a, 7 - b]
+    assert got == [_wrap64(v) for v in expected]
+
+
+def test_an_int32_product_wraps_where_an_int64_one_does_not():
+    """AWS's example: 100000 * 100000 on int32 scalars is 1410065408 (10^10 mod 2^32)."""
+    assert k.narrow_product_wraps(_one(100000, torch.int32), _one(100000, torch.int32)).cpu().item() == 1410065408
+    assert k.wide_arithmetic(_one(100000), _one(100000)).cpu()[0, 2].item() == 10**10
+
+
+def test_a_wide_scalar_offsets_an_hbm_access_pattern():
+    table = torch.arange(64 * 8, dtype=torch.float32)
+    got = k.row_at_wide_offset(table.to(N), _one(37), 8).cpu()
+    assert torch.equal(got[0], table[37 * 8:38 * 8])
+    with pytest.raises(IndexError, match="scalar_offset 512 moves a view"):
+        k.row_at_wide_offset(table.to(N), _one(64), 8)
+
+
+@pytest.mark.parametrize("what,message", [
+    ("compare", "64-bit scalars; they add, subtract and multiply only"),
+    ("divide", "divide of 64-bit scalars"),
+    ("mixed", "an int32 and an int64 scalar; the widths must match"),
+    ("loop_bound", "is a 64-bit scalar; loops, branches and comparisons take int32 ones"),
+    ("branch", "if_else's condition is a 64-bit scalar"),
+    ("store_narrow", "a int64 scalar into a int32 tile; the widths must match"),
+    ("sbuf_offset", "SBUF tile takes an int32 scalar; 64-bit offsets are for HBM"),
+    ("compute", "int64 data is moved by dma_copy to int64"),
+    ("convert", "int64 data is moved by dma_copy to int64"),
+])
+def test_what_aws_refuses_64_bit_scalars_is_refused_by_name(what, message):
+    with pytest.raises(NkiError, match=message):
+        k.wide_scalar_misuse(_one(5), what)
