@@ -72,3 +72,13 @@ def wide_scalar_misuse(a, what):
         tile = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
         nisa.dma_copy(dst=tile, src=a)
     return out
+
+
+@nki.jit
+def transposed_by_dma(x):
+    """x transposed by the DMA engines (a strided copy within one dtype)."""
+    tile = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=tile, src=x)
+    out = nl.ndarray(tile.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=tile)
+    return out

@@ -56,3 +56,10 @@ def test_a_wide_scalar_offsets_an_hbm_access_pattern():
 def test_what_aws_refuses_64_bit_scalars_is_refused_by_name(what, message):
     with pytest.raises(NkiError, match=message):
         k.wide_scalar_misuse(_one(5), what)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_a_strided_dma_copy_keeps_every_bit_of_wide_integers(dtype):
+    """Values past fp32's 24-bit mantissa survive a transposing DMA (as bits, not through fp32)."""
+    x = torch.arange(2**30, 2**30 + 24, dtype=dtype).reshape(6, 4) * (3 if dtype == torch.int64 else 1)
+    assert torch.equal(k.transposed_by_dma(x.to(N)).cpu(), x.T)
