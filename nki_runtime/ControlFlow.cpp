@@ -114,34 +114,73 @@ int64_t scalarAlu64(AluOp op, int64_t a, int64_t b) {
   }
 }
 
+uint32_t scalarAluU32(AluOp op, uint32_t a, uint32_t b) {
+  switch (op) {
+    case AluOp::kAdd: return a + b;
+    case AluOp::kSubtract: return a - b;
+    case AluOp::kMultiply: return a * b;
+    case AluOp::kDivide:
+    case AluOp::kMod:
+    case AluOp::kFloorMod:  // both remainders agree without signs
+      if (b == 0) throw std::domain_error("scalar_alu: division by zero");
+      return op == AluOp::kDivide ? a / b : a % b;
+    case AluOp::kMaximum: return std::max(a, b);
+    case AluOp::kMinimum: return std::min(a, b);
+    case AluOp::kEqual: return a == b;
+    case AluOp::kNotEqual: return a != b;
+    case AluOp::kGreater: return a > b;
+    case AluOp::kGreaterEqual: return a >= b;
+    case AluOp::kLess: return a < b;
+    case AluOp::kLessEqual: return a <= b;
+    default:
+      throw std::invalid_argument("scalar_alu: the sequencer has no such operator");
+  }
+}
+
+bool isComparison(AluOp op) {
+  return op == AluOp::kEqual || op == AluOp::kNotEqual || op == AluOp::kGreater || op == AluOp::kGreaterEqual ||
+         op == AluOp::kLess || op == AluOp::kLessEqual;
+}
+
 namespace {
 
-bool wide(const Program& program, const Access& a) { return program.tensors[a.tensor].dtype == Dtype::kInt64; }
+Dtype widthOf(const Program& program, const Access& a) { return program.tensors[a.tensor].dtype; }
 
 }  // namespace
 
 int64_t registerValue(const Program& program, const Access& a, const RegisterAt& reg) {
-  if (wide(program, a)) return *static_cast<const int64_t*>(reg(a));
-  return *static_cast<const int32_t*>(reg(a));
+  switch (widthOf(program, a)) {
+    case Dtype::kInt64: return *static_cast<const int64_t*>(reg(a));
+    case Dtype::kUInt32: return *static_cast<const uint32_t*>(reg(a));
+    default: return *static_cast<const int32_t*>(reg(a));
+  }
 }
 
 void setRegister(const Program& program, const Access& a, const RegisterAt& reg, int64_t value) {
-  if (wide(program, a)) {
-    *static_cast<int64_t*>(reg(a)) = value;
-  } else {
-    *static_cast<int32_t*>(reg(a)) = static_cast<int32_t>(value);
+  switch (widthOf(program, a)) {
+    case Dtype::kInt64: *static_cast<int64_t*>(reg(a)) = value; return;
+    case Dtype::kUInt32: *static_cast<uint32_t*>(reg(a)) = static_cast<uint32_t>(value); return;
+    default: *static_cast<int32_t*>(reg(a)) = static_cast<int32_t>(value); return;
   }
 }
+
+namespace {
+
+// a op b as the scalars' width (their dtype, both the same) computes it.
+int64_t scalarAluOf(Dtype width, AluOp op, int64_t a, int64_t b) {
+  if (width == Dtype::kInt64) return scalarAlu64(op, a, b);
+  if (width == Dtype::kUInt32) return scalarAluU32(op, static_cast<uint32_t>(a), static_cast<uint32_t>(b));
+  return scalarAlu(op, static_cast<int32_t>(a), static_cast<int32_t>(b));
+}
+
+}  // namespace
 
 int32_t Sequencer::next(int32_t i, const RegisterAt& reg) {
   const Instruction& in = program_.instructions[i];
   switch (in.opcode) {
     case Opcode::kScalarAlu: {
       const int64_t a = registerValue(program_, in.inputs[0], reg), b = registerValue(program_, in.inputs[1], reg);
-      const bool wide_ = wide(program_, in.dst);
-      setRegister(program_, in.dst, reg,
-                  wide_ ? scalarAlu64(in.op0, a, b)
-                        : scalarAlu(in.op0, static_cast<int32_t>(a), static_cast<int32_t>(b)));
+      setRegister(program_, in.dst, reg, scalarAluOf(widthOf(program_, in.inputs[0]), in.op0, a, b));
       return i + 1;
     }
     case Opcode::kBranch:

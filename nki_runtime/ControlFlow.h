@@ -33,10 +33,14 @@ std::vector<int32_t> branchTargets(const Program& program, std::string* error = 
 int32_t scalarAlu(AluOp op, int32_t a, int32_t b);
 // The same on 64-bit scalars (nl.int64), which add, subtract and multiply only, wrapping.
 int64_t scalarAlu64(AluOp op, int64_t a, int64_t b);
+// The same on unsigned 32-bit scalars (nl.uint32, SDK 2.34): arithmetic modulo 2^32, unsigned division,
+// remainders, maxima, minima and comparisons (which give 1 or 0).
+uint32_t scalarAluU32(AluOp op, uint32_t a, uint32_t b);
 bool isScalarAluOp(AluOp op);
+bool isComparison(AluOp op);
 
-// Where a register lives in host memory, given the one-element view of it: an int32, or an int64 where its
-// tensor is int64 (a scalar read from an nl.int64 tile).
+// Where a register lives in host memory, given the one-element view of it: an int32, or an int64 (uint32)
+// where its tensor is int64 (uint32): a scalar read from an nl.int64 (nl.uint32) tile.
 using RegisterAt = std::function<void*(const Access&)>;
 int64_t registerValue(const Program& program, const Access& a, const RegisterAt& reg);
 void setRegister(const Program& program, const Access& a, const RegisterAt& reg, int64_t value);

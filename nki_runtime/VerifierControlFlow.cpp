@@ -17,18 +17,25 @@ void Checker::checkLoop(int i, const Instruction& in) {
   }
 }
 
+// Two scalars of one width (int32, uint32 or int64) into a third of it, or into an int32 for a comparison.
 void Checker::checkScalarAlu(int i, const Instruction& in) {
-  const auto is_wide = [&](const Access& a) { return a.elements() == 1 && tensor(a).dtype == Dtype::kInt64; };
-  if (in.inputs.size() == 2 && is_wide(in.dst) && is_wide(in.inputs[0]) && is_wide(in.inputs[1])) {
-    if (in.op0 != AluOp::kAdd && in.op0 != AluOp::kSubtract && in.op0 != AluOp::kMultiply) {
-      fail(i, "64-bit scalars add, subtract and multiply only");
-    }
+  const auto scalar = [&](const Access& a) {
+    const Dtype type = tensor(a).dtype;
+    return a.elements() == 1 && (type == Dtype::kInt32 || type == Dtype::kUInt32 || type == Dtype::kInt64);
+  };
+  if (in.inputs.size() != 2 || !scalar(in.dst) || !scalar(in.inputs[0]) || !scalar(in.inputs[1])) {
+    fail(i, "computes a register from two registers (one int32, uint32 or int64 each)");
     return;
   }
-  if (in.inputs.size() != 2 || !onRegisters(in)) {
-    fail(i, "computes a register from two registers (one int32 each, or three int64)");
+  const Dtype width = tensor(in.inputs[0]).dtype;
+  if (tensor(in.inputs[1]).dtype != width) {
+    fail(i, "combines a ", name(width), " and a ", name(tensor(in.inputs[1]).dtype), " scalar; widths must match");
   }
-  if (!isScalarAluOp(in.op0)) {
+  const Dtype result = isComparison(in.op0) ? Dtype::kInt32 : width;
+  if (tensor(in.dst).dtype != result) fail(i, "writes a ", name(result), " result into a ", name(tensor(in.dst).dtype));
+  if (width == Dtype::kInt64 && in.op0 != AluOp::kAdd && in.op0 != AluOp::kSubtract && in.op0 != AluOp::kMultiply) {
+    fail(i, "64-bit scalars add, subtract and multiply only");
+  } else if (!isScalarAluOp(in.op0)) {
     fail(i, "the sequencers add, subtract, multiply, divide, take remainders (nl.fmod, nl.mod), maxima, minima ",
          "and comparisons of int32 scalars; no other operator");
   }

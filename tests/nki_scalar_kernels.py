@@ -152,8 +152,8 @@ def misuse(flag, how: str):
         nisa.scalar_store(tile, 5)
     elif how == "load_a_float":
         nisa.scalar_load(nl.zeros((1, 1), dtype=nl.float32, buffer=nl.sbuf))
-    elif how == "load_uint32":
-        nisa.scalar_load(nl.zeros((1, 1), dtype=nl.uint32, buffer=nl.sbuf))
+    elif how == "load_int16":
+        nisa.scalar_load(nl.zeros((1, 1), dtype=nl.int16, buffer=nl.sbuf))
     elif how == "power":
         nisa.scalar_alu(scalar, 2, op=nl.power)
     elif how == "register_operand":

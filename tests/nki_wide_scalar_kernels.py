@@ -1,5 +1,6 @@
-"""Kernels with 64-bit scalars (nl.int64, SDK 2.33+): loaded from int64 tiles, combined, stored and used as
-HBM offsets, in the forms AWS's NkiScalar guide shows; and the uses AWS refuses them."""
+"""Kernels with 64-bit (nl.int64, SDK 2.33+) and unsigned (nl.uint32, SDK 2.34) scalars: loaded from their
+tiles, combined, stored and used as HBM offsets, in the forms AWS's NkiScalar guide shows; and the uses AWS
+refuses them."""
 import nki
 import nki.isa as nisa
 import nki.language as nl
@@ -81,4 +82,38 @@ def transposed_by_dma(x):
     nisa.dma_transpose(dst=tile, src=x)
     out = nl.ndarray(tile.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=tile)
+    return out
+
+
+@nki.jit
+def unsigned_operations(a, b):
+    """a + b, a - b, a * b, a / b, fmod(a, b), max(a, b), min(a, b) on uint32 scalars (stored to uint32), then
+    a < b, a > b, a == b (int32 results)."""
+    x, y = _loaded(a, nl.uint32), _loaded(b, nl.uint32)
+    arithmetic = [x + y, x - y, x * y] + [nisa.scalar_alu(x, y, op=op) for op in
+                                          (nl.divide, nl.fmod, nl.maximum, nl.minimum)]
+    comparisons = [x < y, x > y, x == y]
+    out = nl.ndarray((1, len(arithmetic)), dtype=nl.uint32, buffer=nl.shared_hbm)
+    flags = nl.ndarray((1, len(comparisons)), dtype=nl.int32, buffer=nl.shared_hbm)
+    for j, value in enumerate(arithmetic):
+        nisa.scalar_store(out[0:1, j:j + 1], value)
+    for j, value in enumerate(comparisons):
+        nisa.scalar_store(flags[0:1, j:j + 1], value)
+    return out, flags
+
+
+@nki.jit
+def unsigned_misuse(a, what):
+    x = _loaded(a, nl.uint32)
+    out = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    if what == "loop_bound":
+        nl.fori_loop(0, x, lambda i: None)
+    elif what == "while":
+        nl.while_loop(x, lambda r: r)
+    elif what == "offset":
+        out.ap([[1, 1], [1, 1]], scalar_offset=x)
+    elif what == "mixed":
+        x + _loaded(a, nl.int32)
+    elif what == "negative":
+        x + (-1)
     return out

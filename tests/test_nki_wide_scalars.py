@@ -1,6 +1,7 @@
-"""64-bit scalars (nl.int64 and NkiScalar of it, SDK 2.33+): loaded without truncation, wrapping at 64 bits,
-stored to int64 tiles, offsetting HBM past 4 GiB of elements' reach; what AWS refuses them (comparisons,
-division, loop bounds, branches, narrowing, on-chip offsets, compute engines) refused by name."""
+"""Scalars beyond int32: 64-bit ones (nl.int64, SDK 2.33+) loaded without truncation, wrapping at 64 bits,
+stored to int64 tiles and offsetting HBM; uint32 ones (SDK 2.34) computing modulo 2^32 and comparing unsigned;
+what AWS refuses each (comparisons and division of int64, loop bounds, branches, mixed dtypes, on-chip or
+unsigned offsets, compute engines on int64) refused by name."""
 from __future__ import annotations
 
 import pytest
@@ -45,10 +46,10 @@ def test_a_wide_scalar_offsets_an_hbm_access_pattern():
 @pytest.mark.parametrize("what,message", [
     ("compare", "64-bit scalars; they add, subtract and multiply only"),
     ("divide", "divide of 64-bit scalars"),
-    ("mixed", "an int32 and an int64 scalar; the widths must match"),
+    ("mixed", "int32 and int64 scalars together; width and signedness must match"),
     ("loop_bound", "is a 64-bit scalar; loops, branches and comparisons take int32 ones"),
     ("branch", "if_else's condition is a 64-bit scalar"),
-    ("store_narrow", "a int64 scalar into a int32 tile; the widths must match"),
+    ("store_narrow", "the scalar is int64 and the tile int32; they must match"),
     ("sbuf_offset", "SBUF tile takes an int32 scalar; 64-bit offsets are for HBM"),
     ("compute", "int64 data is moved by dma_copy to int64"),
     ("convert", "int64 data is moved by dma_copy to int64"),
@@ -63,3 +64,25 @@ def test_a_strided_dma_copy_keeps_every_bit_of_wide_integers(dtype):
     """Values past fp32's 24-bit mantissa survive a transposing DMA (as bits, not through fp32)."""
     x = torch.arange(2**30, 2**30 + 24, dtype=dtype).reshape(6, 4) * (3 if dtype == torch.int64 else 1)
     assert torch.equal(k.transposed_by_dma(x.to(N)).cpu(), x.T)
+
+
+@pytest.mark.parametrize("a,b", [(3_000_000_000, 7), (5, 4_000_000_000), (2**32 - 1, 2**32 - 1)])
+def test_uint32_scalars_compute_modulo_2_32_and_compare_unsigned(a, b):
+    """SDK 2.34's uint32 scalars: 3,000,000,000 is larger than 7 (as int32 it would be negative)."""
+    u32 = lambda v: torch.tensor([[v]], dtype=torch.int64).to(torch.uint32).to(N)  # noqa: E731
+    values, flags = k.unsigned_operations(u32(a), u32(b))
+    expected = [(a + b) % 2**32, (a - b) % 2**32, (a * b) % 2**32, a // b, a % b, max(a, b), min(a, b)]
+    assert values.cpu().to(torch.int64)[0].tolist() == expected
+    assert flags.cpu()[0].tolist() == [int(a < b), int(a > b), int(a == b)]
+
+
+@pytest.mark.parametrize("what,message", [
+    ("loop_bound", "is a uint32 scalar; loops and branches take int32 ones"),
+    ("while", "while_loop's init is a uint32 scalar"),
+    ("offset", "takes a signed scalar"),
+    ("mixed", "int32 and uint32 scalars together; width and signedness must match"),
+    ("negative", "a uint32 register holds 0 to 4294967295: -1 does not fit"),
+])
+def test_what_aws_refuses_uint32_scalars_is_refused_by_name(what, message):
+    with pytest.raises(NkiError, match=message):
+        k.unsigned_misuse(torch.tensor([[5]], dtype=torch.int64).to(torch.uint32).to(N), what)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List
 
-from .trace import BYTES, REGISTERS, WIDE_REGISTERS
+from .trace import BYTES, REGISTER_FILES
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ def predict(encoded: dict, version: int = 3) -> Prediction:
         # device loop's body is costed once (its trip count is known only when the kernel runs) and both
         # sides of a branch are costed.
         if opcode in ("loop_begin", "loop_end", "branch", "scalar_alu") or any(
-                names_of[a[0]] in (REGISTERS, WIDE_REGISTERS) for a in (dst, *ins["inputs"])):
+                names_of[a[0]] in REGISTER_FILES.values() for a in (dst, *ins["inputs"])):
             continue
         if engine == "dma":
             nbytes = _elements(dst) * BYTES[dtypes[dst[0]]]

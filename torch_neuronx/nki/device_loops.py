@@ -42,10 +42,10 @@ class VirtualRegister:
 def _constant(value: int, dtype: str = "int32") -> View:
     import numpy as np
     from .language import shared_constant
-    bits = 64 if dtype == "int64" else 32
-    if not -2**(bits - 1) <= int(value) < 2**(bits - 1):
-        raise current().error(f"a register holds {bits} bits: {value} does not fit")
-    return shared_constant(np.array([[int(value)]], dtype=np.int64 if bits == 64 else np.int32))
+    low, high = {"int32": (-2**31, 2**31), "uint32": (0, 2**32), "int64": (-2**63, 2**63)}[dtype]
+    if not low <= int(value) < high:
+        raise current().error(f"a {dtype} register holds {low} to {high - 1}: {value} does not fit")
+    return shared_constant(np.array([[int(value)]], dtype=dtype))
 
 
 def _dma(dst: View, src: View) -> None:
@@ -55,18 +55,20 @@ def _dma(dst: View, src: View) -> None:
 
 def new_register(kind=VirtualRegister, dtype: str = "int32"):
     """A register of the kernel's register file, as a VirtualRegister or an NkiScalar (`kind`); an int64 one
-    (a 64-bit scalar) in the file of those."""
+    (a 64-bit scalar) or uint32 one in the file of those."""
     trace = current()
-    wide = dtype == "int64"
-    element = trace.new_register(wide)
-    return kind(element, trace.register_file(element + 1, wide))
+    element = trace.new_register(dtype)
+    return kind(element, trace.register_file(element + 1, dtype))
 
 
 def narrow(value, role: str):
-    """value, unless it is a 64-bit scalar: the sequencers loop, branch and compare on 32-bit registers."""
+    """value, unless it is a 64-bit or an unsigned scalar: the sequencers loop and branch on int32 registers."""
     if isinstance(value, VirtualRegister) and value.dtype == "int64":
         raise current().error(f"{role} is a 64-bit scalar; loops, branches and comparisons take int32 ones "
                               "(64-bit scalars add, subtract, multiply, and offset HBM access patterns)")
+    if isinstance(value, VirtualRegister) and value.dtype == "uint32":
+        raise current().error(f"{role} is a uint32 scalar; loops and branches take int32 ones (compare it, as "
+                              "`s != 0`, for an int32 condition)")
     return value
 
 
@@ -80,7 +82,7 @@ def register_alloc(x=None) -> VirtualRegister:
 def register_move(dst: VirtualRegister, x) -> None:
     """dst = x, an integer or another register of its width."""
     if isinstance(x, VirtualRegister) and x.dtype != dst.dtype:
-        raise current().error(f"register_move: a {x.dtype} register into a {dst.dtype} one; the widths must match")
+        raise current().error(f"register_move: {x.dtype} into {dst.dtype}; the registers' dtypes must match")
     _dma(dst.view(), x.view() if isinstance(x, VirtualRegister) else _constant(x, dst.dtype))
 
 

@@ -5,9 +5,9 @@ nl.if_else conditions.
 
 A scalar is a register (device_loops.py) that arithmetic may produce: `i * 4 + 1` records two scalar_alu
 instructions and yields a new scalar; nothing is computed while tracing. A scalar's width is its tile's and
-never changes: int32 arithmetic wraps at 32 bits; int64 scalars (SDK 2.33+) add, subtract and multiply,
-wrapping at 64 bits, and offset HBM access patterns (past 4 GiB too), but do not compare, divide, bound
-loops or branch, as AWS documents."""
+never changes: int32 arithmetic wraps at 32 bits; uint32 scalars (SDK 2.34) compute modulo 2^32 and compare
+and divide unsigned; int64 scalars (SDK 2.33+) add, subtract and multiply, wrapping at 64 bits, and offset
+HBM access patterns (past 4 GiB too), but do not compare, divide, bound loops or branch, as AWS documents."""
 from __future__ import annotations
 
 import operator
@@ -92,11 +92,11 @@ def _operand(value, role: str, dtype: str) -> NkiScalar:
 
 def _width(data1, data2) -> str:
     """The dtype of the scalars in an operation: theirs, which must agree (an int takes the other's)."""
-    widths = {d.dtype for d in (data1, data2) if isinstance(d, VirtualRegister)}
+    widths = sorted({d.dtype for d in (data1, data2) if isinstance(d, VirtualRegister)})
     if len(widths) > 1:
-        raise current().error("scalar_alu: an int32 and an int64 scalar; the widths must match (a scalar's "
-                              "width is its tile's, with no widening)")
-    return widths.pop() if widths else "int32"
+        raise current().error(f"scalar_alu: {widths[0]} and {widths[1]} scalars together; width and signedness "
+                              "must match (a scalar's dtype is its tile's, with no conversion)")
+    return widths[0] if widths else "int32"
 
 
 def scalar_alu(data1, data2, op, name=None):
@@ -115,7 +115,7 @@ def scalar_alu(data1, data2, op, name=None):
         raise current().error(f"scalar_alu: {op} of 64-bit scalars; they add, subtract and multiply only "
                               "(comparisons, division, remainders, maxima and minima take int32 scalars)")
     a, b = _operand(data1, "data1", dtype), _operand(data2, "data2", dtype)
-    result = new_register(NkiScalar, dtype)
+    result = new_register(NkiScalar, "int32" if op in _COMPARISONS else dtype)
     _emit("scalar_alu", "vector", result.view(), (a.view(), b.view()), None, op0=op)
     return result
 
@@ -124,14 +124,13 @@ def _scalar_tile(tensor, role: str) -> View:
     view = _one_element(tensor, role)
     if tensor.buffer not in ("hbm", "sbuf"):
         raise current().error(f"{role} must be in SBUF or HBM, not {tensor.buffer.upper()}")
-    if tensor.dtype not in ("int32", "int64"):
-        hint = "; unsigned dtypes are not accepted: use int32" if tensor.dtype.startswith("uint") else ""
-        raise current().error(f"{role} must be a 1x1 int32 or int64 tile, not {tensor.dtype}{hint}")
+    if tensor.dtype not in ("int32", "uint32", "int64"):
+        raise current().error(f"{role} must be a 1x1 int32, uint32 or int64 tile, not {tensor.dtype}")
     return view
 
 
 def scalar_load(src: View) -> NkiScalar:
-    """The value of a 1x1 int32 or int64 tile (SBUF or HBM) as a scalar of that width, never truncated."""
+    """The value of a 1x1 int32, uint32 or int64 tile (SBUF or HBM) as a scalar of its dtype, never truncated."""
     tile = _scalar_tile(src, "scalar_load's src")
     scalar = new_register(NkiScalar, tile.dtype)
     _dma(scalar.view(), tile)
@@ -139,12 +138,12 @@ def scalar_load(src: View) -> NkiScalar:
 
 
 def scalar_store(dst: View, value: NkiScalar) -> None:
-    """dst (a 1x1 tile of value's width, int32 or int64, in SBUF or HBM) = value."""
+    """dst (a 1x1 tile of value's dtype, int32, uint32 or int64, in SBUF or HBM) = value."""
     if not isinstance(value, NkiScalar):
         raise current().error(f"scalar_store stores an NkiScalar, not {type(value).__name__} (an int stores "
                               "nothing on the device: write constants with nisa.memset)")
     tile = _scalar_tile(dst, "scalar_store's dst")
     if tile.dtype != value.dtype:
-        raise current().error(f"scalar_store: a {value.dtype} scalar into a {tile.dtype} tile; the widths must "
+        raise current().error(f"scalar_store: the scalar is {value.dtype} and the tile {tile.dtype}; they must "
                               "match")
     _dma(tile, value.view())

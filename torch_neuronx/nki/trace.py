@@ -45,7 +45,8 @@ DTYPE_ALIASES = {
 }
 MAX_AXES = 8  # axes of one access pattern (nki_runtime/Program.h kMaxAxes)
 REGISTERS = "nki_registers"  # the name of the tensor that holds a kernel's virtual registers (device_loops.py)
-WIDE_REGISTERS = "nki_registers_64"  # and of the one holding its 64-bit scalars (device_scalars.py)
+# The register files by dtype: the sequencers' int32 registers, and the uint32 and 64-bit scalars' (SDK 2.33+).
+REGISTER_FILES = {"int32": REGISTERS, "uint32": "nki_registers_u32", "int64": "nki_registers_64"}
 FLOATS = ("float32", "tfloat32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2")
 BYTES = {"float32": 4, "tfloat32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "float16": 2, "int16": 2,
          "uint16": 2, "float8_e4m3": 1, "float8_e5m2": 1, "int8": 1, "uint8": 1, "bool": 1,
@@ -276,6 +277,8 @@ class View(TensorViews):
             if not isinstance(scalar_offset, VirtualRegister):
                 raise NkiError(f".ap(scalar_offset=...) takes a VirtualRegister (nisa.register_alloc, a device "
                                f"loop's index), not {type(scalar_offset).__name__}")
+            if scalar_offset.dtype == "uint32":
+                raise NkiError(".ap(scalar_offset=...) takes a signed scalar (int32, or int64 for HBM), not uint32")
             if scalar_offset.dtype == "int64" and view.buffer != "hbm":
                 raise NkiError(f".ap(scalar_offset=...) of an {view.buffer.upper()} tile takes an int32 scalar; "
                                "64-bit offsets are for HBM access patterns")
@@ -377,10 +380,9 @@ class Trace:
         self._shared_seen = 0
         self.aliases: Dict[tuple, TensorDecl] = {}  # (HBM tensor id, dtype) -> its bytes as that dtype
         self.registers: Dict[str, TensorDecl] = {}  # engine -> its reduce_cmd accumulator registers
-        self.register_count = 0  # the sequencers' virtual registers (device_loops.py), one int32 each
-        self.register_decl: Optional[TensorDecl] = None
-        self.wide_register_count = 0  # the 64-bit scalars' registers, one int64 each
-        self.wide_register_decl: Optional[TensorDecl] = None
+        # The sequencers' virtual registers (device_loops.py): dtype -> its register file and how many it holds.
+        self.register_files: Dict[str, TensorDecl] = {}
+        self.register_counts: Dict[str, int] = {}
         self.next_var = 0
         self.psum_written: Dict[int, List[Tuple[int, int]]] = {}
         self.sequencer_depth = 0  # device loops and nl.if_else sides being traced around the current call
@@ -474,23 +476,16 @@ class Trace:
             self.aliases[key] = alias
         return self.aliases[key]
 
-    def new_register(self, wide: bool = False) -> int:
-        if wide:
-            self.wide_register_count += 1
-            self.register_file(self.wide_register_count, wide=True)
-            return self.wide_register_count - 1
-        self.register_count += 1
-        self.register_file(self.register_count)
-        return self.register_count - 1
+    def new_register(self, dtype: str = "int32") -> int:
+        count = self.register_counts[dtype] = self.register_counts.get(dtype, 0) + 1
+        self.register_file(count, dtype)
+        return count - 1
 
-    def register_file(self, at_least: int, wide: bool = False) -> TensorDecl:
-        """The virtual registers as one int32 HBM scratch tensor (int64 for the 64-bit scalars), as long as the
-        registers allocated so far."""
-        attribute, dtype, name = ("wide_register_decl", "int64", WIDE_REGISTERS) if wide else \
-            ("register_decl", "int32", REGISTERS)
-        if getattr(self, attribute) is None:
-            setattr(self, attribute, self.new_tensor("private_hbm", dtype, (at_least,), name))
-        decl = getattr(self, attribute)
+    def register_file(self, at_least: int, dtype: str = "int32") -> TensorDecl:
+        """The virtual registers of `dtype` as one HBM scratch tensor, as long as the registers allocated so far."""
+        if dtype not in self.register_files:
+            self.register_files[dtype] = self.new_tensor("private_hbm", dtype, (at_least,), REGISTER_FILES[dtype])
+        decl = self.register_files[dtype]
         if decl.shape[0] < at_least:
             decl.shape = (at_least,)
         return decl
