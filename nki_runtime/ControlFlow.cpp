@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
 
 #include "nki_runtime/Alu.h"
 
@@ -74,21 +75,27 @@ bool isScalarAluOp(AluOp op) {
   }
 }
 
-int32_t scalarAlu(AluOp op, int32_t a, int32_t b) {
-  const auto wrap = [](uint32_t bits) { return static_cast<int32_t>(bits); };  // two's complement, as the ALU
-  const auto ua = static_cast<uint32_t>(a), ub = static_cast<uint32_t>(b);
-  const bool overflows = a == std::numeric_limits<int32_t>::min() && b == -1;  // the one quotient past int32
+namespace {
+
+// The sequencers' 32-bit arithmetic, signed (int32) or not (uint32): sums and products wrap; a signed
+// division rounds toward zero.
+template <typename T>
+T integerAlu(AluOp op, T a, T b) {
+  using Bits = std::make_unsigned_t<T>;
+  const auto ua = static_cast<Bits>(a), ub = static_cast<Bits>(b);
   switch (op) {
-    case AluOp::kAdd: return wrap(ua + ub);
-    case AluOp::kSubtract: return wrap(ua - ub);
-    case AluOp::kMultiply: return wrap(ua * ub);
+    case AluOp::kAdd: return static_cast<T>(ua + ub);
+    case AluOp::kSubtract: return static_cast<T>(ua - ub);
+    case AluOp::kMultiply: return static_cast<T>(ua * ub);
     case AluOp::kDivide:
     case AluOp::kMod:
     case AluOp::kFloorMod: {
       if (b == 0) throw std::domain_error("scalar_alu: division by zero");
-      if (op == AluOp::kDivide) return overflows ? a : a / b;
-      const int32_t r = overflows ? 0 : a % b;
-      return op == AluOp::kFloorMod ? floorRemainder(r, b) : r;
+      if constexpr (std::is_signed_v<T>) {
+        if (a == std::numeric_limits<T>::min() && b == -1) return op == AluOp::kDivide ? a : 0;  // past int32
+        if (op == AluOp::kFloorMod) return floorRemainder<T>(a % b, b);
+      }
+      return op == AluOp::kDivide ? a / b : a % b;  // without signs both remainders agree
     }
     case AluOp::kMaximum: return std::max(a, b);
     case AluOp::kMinimum: return std::min(a, b);
@@ -103,6 +110,12 @@ int32_t scalarAlu(AluOp op, int32_t a, int32_t b) {
   }
 }
 
+}  // namespace
+
+int32_t scalarAlu(AluOp op, int32_t a, int32_t b) { return integerAlu(op, a, b); }
+
+uint32_t scalarAluU32(AluOp op, uint32_t a, uint32_t b) { return integerAlu(op, a, b); }
+
 int64_t scalarAlu64(AluOp op, int64_t a, int64_t b) {
   const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);  // two's complement, wrapping
   switch (op) {
@@ -111,29 +124,6 @@ int64_t scalarAlu64(AluOp op, int64_t a, int64_t b) {
     case AluOp::kMultiply: return static_cast<int64_t>(ua * ub);
     default:
       throw std::invalid_argument("scalar_alu: 64-bit scalars add, subtract and multiply only");
-  }
-}
-
-uint32_t scalarAluU32(AluOp op, uint32_t a, uint32_t b) {
-  switch (op) {
-    case AluOp::kAdd: return a + b;
-    case AluOp::kSubtract: return a - b;
-    case AluOp::kMultiply: return a * b;
-    case AluOp::kDivide:
-    case AluOp::kMod:
-    case AluOp::kFloorMod:  // both remainders agree without signs
-      if (b == 0) throw std::domain_error("scalar_alu: division by zero");
-      return op == AluOp::kDivide ? a / b : a % b;
-    case AluOp::kMaximum: return std::max(a, b);
-    case AluOp::kMinimum: return std::min(a, b);
-    case AluOp::kEqual: return a == b;
-    case AluOp::kNotEqual: return a != b;
-    case AluOp::kGreater: return a > b;
-    case AluOp::kGreaterEqual: return a >= b;
-    case AluOp::kLess: return a < b;
-    case AluOp::kLessEqual: return a <= b;
-    default:
-      throw std::invalid_argument("scalar_alu: the sequencer has no such operator");
   }
 }
 
