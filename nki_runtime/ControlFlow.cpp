@@ -215,9 +215,11 @@ Instruction withDynamicOffsets(const Program& program, const Instruction& in, co
   for (const DynamicOffset& dynamic : in.dynamic_offsets) {
     Access& view = dynamic.view < 0 ? moved.dst : moved.inputs.at(dynamic.view);
     const int64_t shift = registerValue(program, dynamic.reg, reg);
-    view.offset += shift;
     const TensorInfo& tensor = program.tensors[view.tensor];
-    bool inside = view.lowest() >= 0 && view.highest() <= tensor.elements();
+    // A shift beyond the tensor's size leaves it whatever the view (and a 64-bit one would overflow below).
+    const bool reachable = shift >= -tensor.elements() && shift <= tensor.elements();
+    if (reachable) view.offset += shift;
+    bool inside = reachable && view.lowest() >= 0 && view.highest() <= tensor.elements();
     if (inside && tensor.memory != Memory::kHbm) {  // on chip, the free axes stay within each partition
       const int64_t per_partition = tensor.partitionElements();
       int64_t free_low = view.offset % per_partition, free_high = free_low;
@@ -228,9 +230,11 @@ Instruction withDynamicOffsets(const Program& program, const Instruction& in, co
       inside = free_low >= 0 && free_high < per_partition;
     }
     if (!inside) {
+      const std::string where = reachable ? " to elements " + std::to_string(view.lowest()) + " to " +
+                                                std::to_string(view.highest() - 1)
+                                          : " past its end";
       throw std::out_of_range("scalar_offset " + std::to_string(shift) + " moves a view of '" + tensor.name +
-                              "' (" + std::to_string(tensor.elements()) + " elements) to elements " +
-                              std::to_string(view.lowest()) + " to " + std::to_string(view.highest() - 1));
+                              "' (" + std::to_string(tensor.elements()) + " elements)" + where);
     }
   }
   return moved;

@@ -1,5 +1,6 @@
 #include "nki_runtime/IndirectDma.h"
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -32,10 +33,13 @@ void gather(const Bound& b) {
     one.inputs.resize(1);
     Access& addressed = scatter ? one.dst : one.inputs[0];  // the one-row pattern the index moves
     Access& dense = scatter ? one.inputs[0] : one.dst;
-    addressed.offset += value * addressed.strides[dim];
+    const int64_t stride = addressed.strides[dim];
+    // An index past the tensor's size is out whatever the stride (and a huge one would overflow below).
+    const bool reachable = value >= 0 && (stride == 0 || value <= b.gathered_elements / std::abs(stride));
+    if (reachable) addressed.offset += value * stride;
     dense.offset += i * dense.strides[dim];
     dense.sizes[dim] = 1;
-    if (value < 0 || addressed.lowest() < 0 || addressed.highest() > b.gathered_elements) {
+    if (!reachable || addressed.lowest() < 0 || addressed.highest() > b.gathered_elements) {
       if (b.in.skip_out_of_bounds) continue;
       throw std::out_of_range("indirect DMA: index " + std::to_string(value) + " (position " + std::to_string(i) +
                               ") reaches outside the " + (scatter ? "destination" : "source") +

@@ -41,6 +41,11 @@ def test_a_wide_scalar_offsets_an_hbm_access_pattern():
     assert torch.equal(got[0], table[37 * 8:38 * 8])
     with pytest.raises(IndexError, match="scalar_offset 512 moves a view"):
         k.row_at_wide_offset(table.to(N), _one(64), 8)
+    # An offset near 2^63 would overflow the view's bounds: refused, not read.
+    with pytest.raises(IndexError, match=f"scalar_offset {2**63 - 1} moves a view .* past its end"):
+        k.row_at_wide_offset(table.to(N), _one(2**63 - 1), 1)
+    # 2^62 rows of 8 elements wrap (int64 arithmetic) to offset 0: row 0, as the sequencer computes it.
+    assert torch.equal(k.row_at_wide_offset(table.to(N), _one(2**62), 8).cpu()[0], table[:8])
 
 
 @pytest.mark.parametrize("what,message", [
