@@ -116,3 +116,15 @@ def magnitude_pick(x, y, which):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nl.store(out, value=OPS[which](nl.load(x), nl.load(y)))
     return out
+
+
+@nki.jit(platform_target="trn3")
+def activate2_gathered(data, offsets, n, scale):
+    """exp(data[:, columns] * scale) with the columns an index tile picks (tensor indirection of data)."""
+    out = nl.ndarray((data.shape[0], n), dtype=data.dtype, buffer=nl.shared_hbm)
+    tile, index = nl.load(data), nl.load(offsets)
+    result = nl.ndarray((data.shape[0], n), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.activate2(result, nl.exp, tile.indirect(index, num_elem=n), imm0=scale, imm1=0.0, op0=nl.multiply,
+                   op1=nl.bypass)
+    nl.store(out, result)
+    return out

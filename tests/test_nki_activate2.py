@@ -150,3 +150,14 @@ def test_abs_max_and_abs_min_keep_the_sign_and_take_y_on_a_tie():
     y = torch.tensor([[3.0, -3.0, -1.0, 2.0]])
     assert torch.equal(k.magnitude_pick(x.to(N), y.to(N), "abs_max").cpu(), torch.tensor([[-5.0, 5.0, -1.0, 2.0]]))
     assert torch.equal(k.magnitude_pick(x.to(N), y.to(N), "abs_min").cpu(), torch.tensor([[3.0, -3.0, -1.0, 2.0]]))
+
+
+def test_data_may_be_an_indirect_view():
+    """Tensor indirection (AWS lists activate2's data and dst): the columns an index tile picks, each partition
+    group of 16 reading its own index rows."""
+    data = _randn(32, 16, seed=11)
+    rows = [[7 - r] for r in range(8)] + [[0]] * 8 + [[2 * r] for r in range(8)] + [[0]] * 8
+    index = torch.tensor(rows, dtype=torch.int32).to(torch.uint16)
+    got = k.activate2_gathered(data.to(N), index.to(N), 8, 0.5).cpu()
+    picked = torch.cat([data[:16, [7, 6, 5, 4, 3, 2, 1, 0]], data[16:, [0, 2, 4, 6, 8, 10, 12, 14]]])
+    torch.testing.assert_close(got, torch.exp(picked * 0.5), rtol=1e-6, atol=1e-7)
