@@ -110,6 +110,15 @@ T integerAlu(AluOp op, T a, T b) {
   }
 }
 
+Dtype widthOf(const Program& program, const Access& a) { return program.tensors[a.tensor].dtype; }
+
+// a op b as the scalars' width (their dtype, both the same) computes it.
+int64_t scalarAluOf(Dtype width, AluOp op, int64_t a, int64_t b) {
+  if (width == Dtype::kInt64) return scalarAlu64(op, a, b);
+  if (width == Dtype::kUInt32) return scalarAluU32(op, static_cast<uint32_t>(a), static_cast<uint32_t>(b));
+  return scalarAlu(op, static_cast<int32_t>(a), static_cast<int32_t>(b));
+}
+
 }  // namespace
 
 int32_t scalarAlu(AluOp op, int32_t a, int32_t b) { return integerAlu(op, a, b); }
@@ -132,12 +141,6 @@ bool isComparison(AluOp op) {
          op == AluOp::kLess || op == AluOp::kLessEqual;
 }
 
-namespace {
-
-Dtype widthOf(const Program& program, const Access& a) { return program.tensors[a.tensor].dtype; }
-
-}  // namespace
-
 int64_t registerValue(const Program& program, const Access& a, const RegisterAt& reg) {
   switch (widthOf(program, a)) {
     case Dtype::kInt64: return *static_cast<const int64_t*>(reg(a));
@@ -153,17 +156,6 @@ void setRegister(const Program& program, const Access& a, const RegisterAt& reg,
     default: *static_cast<int32_t*>(reg(a)) = static_cast<int32_t>(value); return;
   }
 }
-
-namespace {
-
-// a op b as the scalars' width (their dtype, both the same) computes it.
-int64_t scalarAluOf(Dtype width, AluOp op, int64_t a, int64_t b) {
-  if (width == Dtype::kInt64) return scalarAlu64(op, a, b);
-  if (width == Dtype::kUInt32) return scalarAluU32(op, static_cast<uint32_t>(a), static_cast<uint32_t>(b));
-  return scalarAlu(op, static_cast<int32_t>(a), static_cast<int32_t>(b));
-}
-
-}  // namespace
 
 int32_t Sequencer::next(int32_t i, const RegisterAt& reg) {
   const Instruction& in = program_.instructions[i];

@@ -40,22 +40,24 @@ def _side_reduction(engine: str, dst: View, op, reduce_res: Optional[View], comm
     engine's registers as `command` says (reset_reduce, the default, starts anew; reduce combines with what
     the registers hold, across instructions and loop iterations; load_reduce first loads `init`, an
     immediate or a [partitions, 1] tile, then does as reduce; reset only sets them to `identity`, op's
-    identity; idle leaves them), then copied to `reduce_res` (by every command but reset). The registers
-    are a hidden SBUF tile of the kernel: read before any reset they hold the NaN sentinel, as a fresh tile
-    does."""
+    identity; idle leaves them), then copied to `reduce_res` whatever the command. The registers are a
+    hidden SBUF tile of the kernel: read before any reset they hold the NaN sentinel, as a fresh tile does."""
     command = reduce_cmd.reset_reduce if command is None else command
     trace = current()
     if command != reduce_cmd.load_reduce and not (isinstance(init, (int, float)) and init == 0):
         raise trace.error(f"reduce_init is for reduce_cmd=load_reduce; it must be unset or 0.0 with {command!r}")
-    if command == reduce_cmd.idle:
-        if reduce_res is not None:
-            registers = trace.reduce_registers(engine)
-            tensor_copy(reduce_res, View(registers.decl, 0, [dst.shape[0], 1], registers.strides))
-        return
-    if command not in (reduce_cmd.reset, reduce_cmd.reduce, reduce_cmd.reset_reduce, reduce_cmd.load_reduce):
+    if command not in (reduce_cmd.idle, reduce_cmd.reset, reduce_cmd.reduce, reduce_cmd.reset_reduce,
+                       reduce_cmd.load_reduce):
         raise trace.error(f"reduce_cmd={command!r}: expected idle, reset, reduce, reset_reduce or load_reduce")
     registers = trace.reduce_registers(engine)
     lanes = View(registers.decl, 0, [dst.shape[0], 1], registers.strides)
+    if command != reduce_cmd.idle:
+        _update_registers(registers, lanes, dst, op, command, init, identity)
+    if reduce_res is not None:
+        tensor_copy(reduce_res, lanes)
+
+
+def _update_registers(registers: View, lanes: View, dst: View, op, command, init, identity: float) -> None:
     axes = tuple(range(1, dst.ndim))
     if command == reduce_cmd.load_reduce:
         if isinstance(init, View):
@@ -73,9 +75,7 @@ def _side_reduction(engine: str, dst: View, op, reduce_res: Optional[View], comm
         _emit("tensor_tensor", "vector", lanes, (lanes, partial), None, op0=alu_of(op))
     # The engine orders its own register updates, each within one instruction on the hardware: they are
     # left out of the affine_range dependency check, as accumulations are.
-    trace.instructions[-1]["accumulate"] = True
-    if reduce_res is not None and command != reduce_cmd.reset:
-        tensor_copy(reduce_res, lanes)
+    current().instructions[-1]["accumulate"] = True
 
 
 class nc_version:  # noqa: N801
