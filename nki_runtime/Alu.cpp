@@ -109,6 +109,23 @@ float apply(Function function, float x) {
       return x / (1.f + std::exp(-1.702f * x));
     case Function::kPrelu:  // with its slope 0; activation (Instructions.cpp) applies the instruction's slope
       return x > 0.f ? x : 0.f;
+    // The derivatives backward kernels use: d/dx of gelu, of x * sigmoid(1.702 x), of silu and of erf.
+    case Function::kGeluDx:
+      return 0.5f * (1.f + std::erf(x * 0.70710678118654752f)) + x * 0.39894228040143268f * std::exp(-0.5f * x * x);
+    case Function::kGeluSigmoidDx: {
+      const float s = 1.f / (1.f + std::exp(-1.702f * x));
+      return s + 1.702f * x * s * (1.f - s);
+    }
+    case Function::kSiluDx: {
+      const float s = 1.f / (1.f + std::exp(-x));
+      return s * (1.f + x * (1.f - s));
+    }
+    case Function::kErfDx:
+      return 1.12837916709551257f * std::exp(-x * x);
+    case Function::kTan:
+      return std::tan(x);
+    case Function::kTrunc:
+      return std::trunc(x);
   }
   return x;
 }

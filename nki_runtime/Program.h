@@ -87,6 +87,7 @@ enum class Function : uint8_t {
   kCopy, kExp, kLog, kTanh, kSigmoid, kRelu, kGelu, kGeluTanh, kSilu, kSqrt, kRsqrt, kReciprocal,
   kAbs, kNegative, kSquare, kSin, kCos, kErf, kSoftplus, kSign, kFloor, kCeil, kArctan, kMish, kGeluSigmoid,
   kPrelu,  // x, or operand2 * x below 0 (the executor's activation applies the slope)
+  kGeluDx, kGeluSigmoidDx, kSiluDx, kErfDx, kTan, kTrunc,
 };
 
 constexpr int kMaxAxes = 8;  // axes of one view (torch_neuronx/nki/trace.py MAX_AXES)

@@ -128,3 +128,16 @@ def activate2_gathered(data, offsets, n, scale):
                    op1=nl.bypass)
     nl.store(out, result)
     return out
+
+
+@nki.jit
+def activation_of(x, name):
+    """nisa.activation(op=nl.<name>) of x, and the nl function of that name (Scalar engine both)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    direct = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    result = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.activation(dst=result, op=getattr(nl, name), data=tile)
+    nl.store(out, value=result)
+    nl.store(direct, value=getattr(nl, name)(tile))
+    return out, direct

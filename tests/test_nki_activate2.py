@@ -161,3 +161,32 @@ def test_data_may_be_an_indirect_view():
     got = k.activate2_gathered(data.to(N), index.to(N), 8, 0.5).cpu()
     picked = torch.cat([data[:16, [7, 6, 5, 4, 3, 2, 1, 0]], data[16:, [0, 2, 4, 6, 8, 10, 12, 14]]])
     torch.testing.assert_close(got, torch.exp(picked * 0.5), rtol=1e-6, atol=1e-7)
+
+
+def _derivative(f):
+    def df(x):
+        x = x.detach().clone().requires_grad_(True)
+        f(x).sum().backward()
+        return x.grad
+    return df
+
+
+ACTIVATIONS = {
+    "gelu_dx": _derivative(torch.nn.functional.gelu),
+    "gelu_apprx_sigmoid_dx": _derivative(lambda t: t * torch.sigmoid(1.702 * t)),
+    "silu_dx": _derivative(torch.nn.functional.silu),
+    "erf_dx": _derivative(torch.erf),
+    "tan": torch.tan,
+    "trunc": torch.trunc,
+}
+
+
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_activation_functions_for_backward_kernels(name):
+    """The derivatives AWS's activation table lists (gelu_dx, silu_dx, ...) and tan, trunc: against torch's
+    autograd (in float64) and torch's own functions."""
+    x = _randn(ROWS, COLS, seed=12) * (1.0 if name == "tan" else 3.0)
+    out, direct = k.activation_of(x.to(N), name)
+    expected = ACTIVATIONS[name](x.double()).float()
+    torch.testing.assert_close(out.cpu(), expected, rtol=1e-5, atol=1e-5)
+    assert torch.equal(out.cpu(), direct.cpu())

@@ -192,7 +192,7 @@ py::dict codes() {
   all["function"] = names({"copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "silu",
                            "sqrt", "rsqrt", "reciprocal", "abs", "negative", "square", "sin", "cos", "erf",
                            "softplus", "sign", "floor", "ceil", "arctan", "mish", "gelu_apprx_sigmoid",
-                           "prelu"});
+                           "prelu", "gelu_dx", "gelu_apprx_sigmoid_dx", "silu_dx", "erf_dx", "tan", "trunc"});
   return all;
 }
 

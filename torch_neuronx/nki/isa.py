@@ -95,7 +95,8 @@ _NUMPY_NAMES = {"add": "add", "subtract": "subtract", "multiply": "multiply", "d
                 "amin": "minimum"}
 _NUMPY_FUNCTIONS = {"exp": "exp", "log": "log", "tanh": "tanh", "sqrt": "sqrt", "abs": "abs", "absolute": "abs",
                     "negative": "negative", "square": "square", "sin": "sin", "cos": "cos", "sign": "sign",
-                    "floor": "floor", "ceil": "ceil", "arctan": "arctan", "reciprocal": "reciprocal"}
+                    "floor": "floor", "ceil": "ceil", "arctan": "arctan", "reciprocal": "reciprocal", "tan": "tan",
+                    "trunc": "trunc"}
 
 
 def alu_of(op) -> str:

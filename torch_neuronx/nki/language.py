@@ -517,6 +517,8 @@ abs, negative, square = _unary("abs"), _unary("negative"), _unary("square")  # n
 sin, cos, erf, softplus, sign = _unary("sin"), _unary("cos"), _unary("erf"), _unary("softplus"), _unary("sign")
 floor, ceil, arctan, mish = _unary("floor"), _unary("ceil"), _unary("arctan"), _unary("mish")
 gelu_apprx_sigmoid = _unary("gelu_apprx_sigmoid")
+gelu_dx, gelu_apprx_sigmoid_dx = _unary("gelu_dx"), _unary("gelu_apprx_sigmoid_dx")
+silu_dx, erf_dx, tan, trunc = _unary("silu_dx"), _unary("erf_dx"), _unary("tan"), _unary("trunc")
 identity = _unary("copy", "identity")
 
 
