@@ -99,6 +99,7 @@ class Checker {
   // tensor_copy; no other instruction can take it.
   bool checkPacked(int i, const Instruction& in);
   bool checkWideIntegers(int i, const Instruction& in);  // Verifier.cpp
+  bool checkBitvec(int i, const Instruction& in);        // Verifier.cpp
   bool requireMicroscaling(int i);
   // The scales of a packed [K, F] tile: [K / 8, F] up to 32 partitions, else as tall as the data with
   // each quadrant's scales in its first four partitions (Microscaling.h).

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "nki_runtime/Alu.h"
+#include "nki_runtime/Bitvec.h"
 #include "nki_runtime/AmxMatmul.h"
 #include "nki_runtime/Bf16Matmul.h"
 #include "nki_runtime/Fp32Matmul.h"
@@ -620,10 +621,10 @@ void execute(const Bound& b) {
       transpose(b);
       break;
     case Opcode::kTensorTensor:
-      tensorTensor(b);
+      isBitvec(b.in.op0) ? bitvecTensorTensor(b) : tensorTensor(b);
       break;
     case Opcode::kTensorScalar:
-      tensorScalar(b);
+      isBitvec(b.in.op0) || isBitvec(b.in.op1) ? bitvecTensorScalar(b) : tensorScalar(b);
       break;
     case Opcode::kActivation:
       activation(b);

@@ -81,6 +81,8 @@ enum class AluOp : uint8_t {
   kLogicalAnd, kLogicalOr, kLogicalXor, kAbsMax,
   kFloorMod,  // the remainder with b's sign (numpy.mod, nl.mod); kMod takes a's (C's fmod, nl.fmod)
   kAbsMin,    // a or b, whichever is smaller in magnitude (b on a tie); kAbsMax the larger
+  // Bitvec operators: integer elements as bit patterns (Bitvec.h); shifts are logical.
+  kBitwiseAnd, kBitwiseOr, kBitwiseXor, kLeftShift, kRightShift,
 };
 
 enum class Function : uint8_t {

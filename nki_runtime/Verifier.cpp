@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "nki_runtime/Bitvec.h"
 #include "nki_runtime/Checker.h"
 
 namespace nki {
@@ -212,13 +213,31 @@ bool Checker::checkWideIntegers(int i, const Instruction& in) {
   return false;
 }
 
+// The bitvec operators (Bitvec.h) take integer tiles as bits, in tensor_tensor and tensor_scalar, and do
+// not mix with arithmetic ones in one instruction.
+bool Checker::checkBitvec(int i, const Instruction& in) {
+  if (!isBitvec(in.op0) && !isBitvec(in.op1)) return true;
+  const bool takes = in.opcode == Opcode::kTensorTensor || in.opcode == Opcode::kTensorScalar;
+  const auto plain = [](AluOp op) { return op == AluOp::kBypass || isBitvec(op); };
+  bool integers = !isFloat(tensor(in.dst).dtype) && !isPacked(tensor(in.dst).dtype);
+  for (const Access& input : in.inputs) {
+    integers = integers && !isFloat(tensor(input).dtype) && !isPacked(tensor(input).dtype);
+  }
+  if (!takes || !plain(in.op0) || !plain(in.op1) || !integers) {
+    fail(i, "bitvec operators (bitwise_and, bitwise_or, bitwise_xor, left_shift, right_shift, invert) take ",
+         "integer tiles in tensor_tensor and tensor_scalar, without arithmetic operators beside them");
+    return false;
+  }
+  return true;
+}
+
 void Checker::checkInstruction(int i) {
   const Instruction& in = program_.instructions[i];
   if (!checkAccess(i, in.dst, "dst")) return;
   for (std::size_t k = 0; k < in.inputs.size(); ++k) {
     if (!checkAccess(i, in.inputs[k], "input " + std::to_string(k))) return;
   }
-  if (!checkPacked(i, in) || !checkWideIntegers(i, in)) return;
+  if (!checkPacked(i, in) || !checkWideIntegers(i, in) || !checkBitvec(i, in)) return;
   if (in.opcode == Opcode::kDevicePrint) return;  // reads any memory, writes nothing
   const bool dma = in.engine == Engine::kDma;
   // Collectives move data through the DMA rings (the collective engines drive them).

@@ -188,7 +188,8 @@ py::dict codes() {
                          "collective", "column_gather", "column_scatter"});
   all["alu"] = names({"bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod",
                       "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
-                      "logical_or", "logical_xor", "abs_max", "floor_mod", "abs_min"});
+                      "logical_or", "logical_xor", "abs_max", "floor_mod", "abs_min", "bitwise_and", "bitwise_or",
+                      "bitwise_xor", "left_shift", "right_shift"});
   all["function"] = names({"copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "silu",
                            "sqrt", "rsqrt", "reciprocal", "abs", "negative", "square", "sin", "cos", "erf",
                            "softplus", "sign", "floor", "ceil", "arctan", "mish", "gelu_apprx_sigmoid",

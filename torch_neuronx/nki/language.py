@@ -507,6 +507,9 @@ equal, not_equal, greater, greater_equal = _binary("equal"), _binary("not_equal"
 less, less_equal = _binary("less"), _binary("less_equal")
 logical_and, logical_or, logical_xor = _binary("logical_and"), _binary("logical_or"), _binary("logical_xor")
 abs_max, abs_min = _binary("abs_max"), _binary("abs_min")
+# Bitvec operators: integer tiles as bit patterns (shifts logical), never through fp32.
+bitwise_and, bitwise_or, bitwise_xor = _binary("bitwise_and"), _binary("bitwise_or"), _binary("bitwise_xor")
+left_shift, right_shift = _binary("left_shift"), _binary("right_shift")
 fmod = _binary("mod")  # the remainder with x's sign (C's fmod)
 mod = _binary("floor_mod")  # the remainder with y's sign (numpy.mod, Python's %)
 
@@ -520,6 +523,16 @@ gelu_apprx_sigmoid = _unary("gelu_apprx_sigmoid")
 gelu_dx, gelu_apprx_sigmoid_dx = _unary("gelu_dx"), _unary("gelu_apprx_sigmoid_dx")
 silu_dx, erf_dx, tan, trunc = _unary("silu_dx"), _unary("erf_dx"), _unary("tan"), _unary("trunc")
 identity = _unary("copy", "identity")
+
+
+def invert(x, dtype=None, mask=None, **kwargs):
+    """Bitwise NOT of an integer tile: XOR with all ones, as AWS implements it."""
+    return bitwise_xor(x, -1, dtype=dtype, mask=mask, **kwargs)
+
+
+def logical_not(x, dtype=None, mask=None, **kwargs):
+    """XOR with 1, as AWS implements it: 1 - x for 0/1 tiles (other values: use nl.equal(x, 0))."""
+    return bitwise_xor(x, 1, dtype=dtype, mask=mask, **kwargs)
 
 
 def _instruction_only(name: str, role: str, **marks):
