@@ -199,12 +199,14 @@ def activation(dst: View, op, data: View, bias=None, scale=1.0, reduce_op=None, 
         _side_reduction("scalar", dst, reduce_op or nl.add, reduce_res, reduce_cmd, reduce_init)
 
 
-# nisa.activate2's tensor-scalar stage: the (op0, op1) pairs AWS documents, and its reductions with the
-# value the registers start from.
+# The value a running reduction starts from (a reset of the registers, tensor_scalar_cumulative's start).
+_REDUCTION_IDENTITY = {"add": 0.0, "subtract": 0.0, "multiply": 1.0, "maximum": -math.inf, "minimum": math.inf,
+                       "abs_max": 0.0, "abs_min": math.inf}
+
+# nisa.activate2's tensor-scalar stage: the (op0, op1) pairs AWS documents, and its reductions.
 _ACTIVATE2_PAIRS = (("multiply", "add"), ("multiply", "subtract"), ("multiply", "bypass"), ("add", "bypass"),
                     ("subtract", "bypass"), ("bypass", "bypass"))
-_ACTIVATE2_REDUCTIONS = {"add": 0.0, "maximum": -math.inf, "minimum": math.inf, "abs_max": 0.0,
-                         "abs_min": math.inf}
+_ACTIVATE2_REDUCTIONS = ("add", "maximum", "minimum", "abs_max", "abs_min")
 
 
 def activate2(dst: View, op, data: View, imm0, imm1, op0, op1, relu_param=0.0, reverse0: bool = False,
@@ -256,7 +258,7 @@ def activate2(dst: View, op, data: View, imm0, imm1, op0, op1, relu_param=0.0, r
         if reduce_cmd == "load_reduce":
             raise trace.error("activate2 takes reduce_cmd idle, reset, reduce or reset_reduce")
         _side_reduction("scalar", dst, reduce_op or nl.add, reduce_res, reduce_cmd,
-                        identity=_ACTIVATE2_REDUCTIONS[combine])
+                        identity=_REDUCTION_IDENTITY[combine])
 
 
 def exponential(dst: View, src: View, max_value=0.0, reduce_res=None, reduce_cmd=reduce_cmd.idle, reduce_init=0.0,
@@ -344,8 +346,7 @@ def tensor_tensor_scan(dst: View, data0: View, data1: View, initial, op0, op1, r
           operand0=start)
 
 
-_CUMULATIVE_START = {"add": 0.0, "subtract": 0.0, "multiply": 1.0, "maximum": float("-inf"),
-                     "minimum": float("inf")}
+_CUMULATIVE_OPERATORS = ("add", "subtract", "multiply", "maximum", "minimum")
 
 
 def tensor_scalar_cumulative(dst: View, src: View, op0, op1, imm0, imm1=None, reduce_cmd=None,
@@ -357,7 +358,7 @@ def tensor_scalar_cumulative(dst: View, src: View, op0, op1, imm0, imm1=None, re
     trace = current()
     command = reduce_cmd or "reset_reduce"  # reduce_cmd's values are their names (the argument hides the class)
     accumulate = alu_of(op1)
-    if accumulate not in _CUMULATIVE_START:
+    if accumulate not in _CUMULATIVE_OPERATORS:
         raise trace.error(f"tensor_scalar_cumulative accumulates with add, subtract, multiply, maximum or minimum, "
                           f"not {accumulate}")
     if command not in ("reset_reduce", "reduce", "load_reduce"):
@@ -375,7 +376,7 @@ def tensor_scalar_cumulative(dst: View, src: View, op0, op1, imm0, imm1=None, re
     rows = d.shape[0]
     registers = trace.reduce_registers("vector")
     lanes = View(registers.decl, 0, [rows, 1], registers.strides)
-    start = {"reset_reduce": _CUMULATIVE_START[accumulate], "load_reduce": imm1, "reduce": lanes}[command]
+    start = {"reset_reduce": _REDUCTION_IDENTITY[accumulate], "load_reduce": imm1, "reduce": lanes}[command]
     scaled = nl.ndarray(d.shape, dtype=nl.float32, buffer=nl.sbuf)
     tensor_scalar(scaled, s, op0, imm0, reverse0=reverse0, mask=mask)
     if accumulate == "subtract":  # reg = scaled - reg = (reg - scaled) * -1
