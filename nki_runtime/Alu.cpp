@@ -51,7 +51,7 @@ float apply(AluOp op, float a, float b) {
       return std::fabs(a) > std::fabs(b) ? a : b;
     case AluOp::kAbsMin:
       return std::fabs(a) < std::fabs(b) ? a : b;
-    case AluOp::kBitwiseAnd:  // integers only, as bits (Bitvec.cpp): the verifier keeps floats out
+    case AluOp::kBitwiseAnd:  // integers only, as bits (IntegerAlu.cpp): the verifier keeps floats out
     case AluOp::kBitwiseOr:
     case AluOp::kBitwiseXor:
     case AluOp::kLeftShift:

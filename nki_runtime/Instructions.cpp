@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "nki_runtime/Alu.h"
-#include "nki_runtime/Bitvec.h"
+#include "nki_runtime/IntegerAlu.h"
 #include "nki_runtime/AmxMatmul.h"
 #include "nki_runtime/Bf16Matmul.h"
 #include "nki_runtime/Fp32Matmul.h"
@@ -621,7 +621,8 @@ void execute(const Bound& b) {
       transpose(b);
       break;
     case Opcode::kTensorTensor:
-      isBitvec(b.in.op0) ? bitvecTensorTensor(b) : tensorTensor(b);
+      if (isBitvec(b.in.op0)) return bitvecTensorTensor(b);
+      takesNativeIntegers(b) ? integerTensorTensor(b) : tensorTensor(b);
       break;
     case Opcode::kTensorScalar:
       isBitvec(b.in.op0) || isBitvec(b.in.op1) ? bitvecTensorScalar(b) : tensorScalar(b);
@@ -630,10 +631,10 @@ void execute(const Bound& b) {
       activation(b);
       break;
     case Opcode::kTensorReduce:
-      reduce(b);
+      isBitvec(b.in.op0) ? bitvecReduce(b) : reduce(b);
       break;
     case Opcode::kMemset:
-      memset(b);
+      b.in.operand0.integral && !isFloat(b.dst_type) ? integerMemset(b) : memset(b);
       break;
     case Opcode::kIota:
       iota(b);

@@ -81,7 +81,7 @@ enum class AluOp : uint8_t {
   kLogicalAnd, kLogicalOr, kLogicalXor, kAbsMax,
   kFloorMod,  // the remainder with b's sign (numpy.mod, nl.mod); kMod takes a's (C's fmod, nl.fmod)
   kAbsMin,    // a or b, whichever is smaller in magnitude (b on a tie); kAbsMax the larger
-  // Bitvec operators: integer elements as bit patterns (Bitvec.h); shifts are logical.
+  // Bitvec operators: integer elements as bit patterns (IntegerAlu.h); shifts are logical.
   kBitwiseAnd, kBitwiseOr, kBitwiseXor, kLeftShift, kRightShift,
 };
 
@@ -125,7 +125,11 @@ struct TensorInfo {
 // A second operand that is either an immediate or one of the instruction's inputs.
 struct Operand {
   int32_t input = -1;  // >= 0: inputs[input], read element-wise
-  float value = 0.f;
+  float value = 0.f;   // what arithmetic operators take: the ALU computes in fp32
+  // An integer immediate as written, for what takes integers exactly (bitvec operators, integer memsets):
+  // past 2**24 its fp32 `value` is another number.
+  bool integral = false;
+  int64_t bits = 0;
 };
 
 // The affine loops around an instruction, outermost first: (loop, iteration).

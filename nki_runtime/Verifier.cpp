@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "nki_runtime/Bitvec.h"
+#include "nki_runtime/IntegerAlu.h"
 #include "nki_runtime/Checker.h"
 
 namespace nki {
@@ -213,11 +213,14 @@ bool Checker::checkWideIntegers(int i, const Instruction& in) {
   return false;
 }
 
-// The bitvec operators (Bitvec.h) take integer tiles as bits, in tensor_tensor and tensor_scalar, and do
-// not mix with arithmetic ones in one instruction.
+// The bitvec operators (IntegerAlu.h) take integer tiles as bits, in tensor_tensor and tensor_scalar (and
+// and, or, xor in tensor_reduce: AWS's table of legal reduction operators), and do not mix with arithmetic
+// ones in one instruction.
 bool Checker::checkBitvec(int i, const Instruction& in) {
   if (!isBitvec(in.op0) && !isBitvec(in.op1)) return true;
-  const bool takes = in.opcode == Opcode::kTensorTensor || in.opcode == Opcode::kTensorScalar;
+  const bool reduces = in.op0 == AluOp::kBitwiseAnd || in.op0 == AluOp::kBitwiseOr || in.op0 == AluOp::kBitwiseXor;
+  const bool takes = in.opcode == Opcode::kTensorTensor || in.opcode == Opcode::kTensorScalar ||
+                     (in.opcode == Opcode::kTensorReduce && reduces && !in.negate);
   const auto plain = [](AluOp op) { return op == AluOp::kBypass || isBitvec(op); };
   bool integers = !isFloat(tensor(in.dst).dtype) && !isPacked(tensor(in.dst).dtype);
   for (const Access& input : in.inputs) {
@@ -225,7 +228,8 @@ bool Checker::checkBitvec(int i, const Instruction& in) {
   }
   if (!takes || !plain(in.op0) || !plain(in.op1) || !integers) {
     fail(i, "bitvec operators (bitwise_and, bitwise_or, bitwise_xor, left_shift, right_shift, invert) take ",
-         "integer tiles in tensor_tensor and tensor_scalar, without arithmetic operators beside them");
+         "integer tiles in tensor_tensor and tensor_scalar, without arithmetic operators beside them (and ",
+         "bitwise_and, bitwise_or and bitwise_xor in tensor_reduce, without negate)");
     return false;
   }
   return true;

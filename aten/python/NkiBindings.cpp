@@ -43,7 +43,15 @@ Access toAccess(const py::tuple& t) {
   return access;
 }
 
-nki::Operand toOperand(const py::tuple& t) { return {t[0].cast<int32_t>(), t[1].cast<float>()}; }
+// (input, value) or, for an integer immediate, (input, value, the integer).
+nki::Operand toOperand(const py::tuple& t) {
+  nki::Operand operand{t[0].cast<int32_t>(), t[1].cast<float>()};
+  if (t.size() > 2 && !t[2].is_none()) {
+    operand.integral = true;
+    operand.bits = t[2].cast<int64_t>();
+  }
+  return operand;
+}
 
 // The instruction tuples torch_neuronx/nki/program.py writes, field by field.
 nki::Instruction toInstruction(const py::dict& d) {

@@ -7,7 +7,7 @@ import warnings
 from typing import Optional
 
 from . import language as nl, lnc
-from .language import _broadcast, _emit, _operand, _reduce_axes
+from .language import _broadcast, _emit, _fill_value, _operand, _reduce_axes, _tensor_tensor_engine
 from .device_loops import (VirtualRegister, register_alloc, register_load, register_move,  # noqa: F401
                            register_store)
 from .device_scalars import NkiScalar, scalar_alu, scalar_load, scalar_store  # noqa: F401
@@ -145,8 +145,8 @@ def nc_transpose(dst: View, data: View, engine=None, mask=None, **_) -> None:
 def tensor_tensor(dst: View, data1: View, data2: View, op, engine=None, mask=None, **_) -> None:
     if data1.buffer == "psum" and data2.buffer == "psum":
         raise current().error("tensor_tensor: at most one input may be in PSUM")
-    _emit("tensor_tensor", _engine(engine, "vector"), dst, (_broadcast(data1, dst), _broadcast(data2, dst)),
-          mask, op0=alu_of(op))
+    a, b, alu = _broadcast(data1, dst), _broadcast(data2, dst), alu_of(op)
+    _emit("tensor_tensor", _engine(engine, _tensor_tensor_engine(dst, a, b, alu)), dst, (a, b), mask, op0=alu)
 
 
 def tensor_scalar(dst: View, data: View, op0, operand0, reverse0: bool = False, op1=None, operand1=None,
@@ -285,7 +285,7 @@ def activation_reduce(dst: View, op, data: View, reduce_op, reduce_res: View, bi
 
 
 def memset(dst: View, value, engine=None, mask=None, **_) -> None:
-    _emit("memset", _engine(engine, "vector"), dst, (), mask, operand0=(-1, float(value)))
+    _emit("memset", _engine(engine, "vector"), dst, (), mask, operand0=_fill_value(value, dst, "memset: value"))
 
 
 def iota(dst: View, pattern=None, offset: int = 0, channel_multiplier: int = 0, mask=None, **_) -> None:

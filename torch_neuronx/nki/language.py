@@ -15,7 +15,7 @@ from .grids import (GridElementOffset, NkiBlockGrid, NkiGrid, NkiTileGrid, alloc
                     blocks, contiguous_indices, grid_element_offset, interleaved_indices, tiles)
 from .device_loops import dynamic_range, fori_loop, if_else, while_loop  # noqa: F401
 from .indexing import DynSlice, IndexExpr, MGrid, apply_mask, check_bounds
-from .trace import BYTES, FLOATS, NkiError, View, _product, current, dtype_name, promote
+from .trace import BYTES, FLOATS, INTEGER_RANGES, NkiError, View, _product, current, dtype_name, promote
 
 # Dtypes, as the current API names them (strings); numpy and torch dtypes are accepted too.
 float32, bfloat16, float16, tfloat32 = "float32", "bfloat16", "float16", "tfloat32"
@@ -163,7 +163,33 @@ def _fill(tile: View, value, mask=None) -> None:
         staged = full(tile.shape, value, tile.dtype)
         store(tile, staged, mask=mask)
         return
-    _emit("memset", "vector", tile, (), mask, operand0=(-1, float(value)))
+    _emit("memset", "vector", tile, (), mask, operand0=_fill_value(value, tile, "the fill value"))
+
+
+def _is_integer(value) -> bool:
+    import numbers
+    return isinstance(value, numbers.Integral)
+
+
+def _immediate(value) -> tuple:
+    """An immediate operand: (-1, its fp32 value), and for an integer the integer itself, which bitvec
+    operators and integer memsets take exactly (fp32 holds integers exactly only up to 2**24)."""
+    if not _is_integer(value):
+        return (-1, float(value or 0.0))
+    value = int(value)
+    if not -(1 << 63) <= value < (1 << 64):
+        raise current().error(f"the immediate {value} does not fit in 64 bits")
+    return (-1, float(value), value - (1 << 64) if value >= (1 << 63) else value)
+
+
+def _fill_value(value, dst: View, what: str) -> tuple:
+    """A memset's value for dst: an integer dtype takes an integer it can hold, exactly."""
+    limits = INTEGER_RANGES.get(dst.dtype)
+    if limits is None or not _is_integer(value):
+        return (-1, float(value))
+    if not limits[0] <= int(value) <= limits[1]:
+        raise current().error(f"{what} {int(value)} does not fit in {dst.dtype} (from {limits[0]} to {limits[1]})")
+    return _immediate(value)
 
 
 # ---- SPMD and loops ------------------------------------------------------------------------------
@@ -452,7 +478,22 @@ def _operand(value, inputs: list, like: View, what: str = "a tensor_scalar opera
         inputs.append(value.broadcast_to((value.shape[0],) + like.shape[1:]) if value.ndim == like.ndim else
                       View(value.decl, value.offset, like.shape, (value.strides[0],) + (0,) * (like.ndim - 1)))
         return (len(inputs) - 1, 0.0)
-    return (-1, float(value or 0.0))
+    return _immediate(value)
+
+
+# What GpSimd computes on 32-bit integers natively (exactly) rather than in fp32.
+_NATIVE_INTEGER_OPS = frozenset(("add", "subtract", "multiply", "maximum", "minimum", "equal", "not_equal",
+                                 "greater", "greater_equal", "less", "less_equal"))
+
+
+def _tensor_tensor_engine(dst: View, data1: View, data2: View, alu: str) -> str:
+    """Where a tensor_tensor runs unless told: AWS's nki.isa.tensor_tensor sends it to GpSimd, whose integer
+    arithmetic is exact, when every tile is int32 or uint32 and none is in PSUM (GpSimd cannot reach it);
+    anything else to the Vector engine, which computes in fp32 (int32 values past 2**24 round)."""
+    tiles = (dst, data1, data2)
+    if alu in _NATIVE_INTEGER_OPS and all(t.dtype in ("int32", "uint32") and t.buffer != "psum" for t in tiles):
+        return "gpsimd"
+    return "vector"
 
 
 def _result(shape, dtype, kwargs) -> View:
@@ -471,15 +512,15 @@ def _binary(alu: str):
             elif a.strides[1:] and all(s == 0 for s in a.strides[1:]) and a is not x:
                 _emit("tensor_scalar", "vector", out, (b, a), mask, op0=alu, operand0=(1, 0.0), reverse0=True)
             else:
-                _emit("tensor_tensor", "vector", out, (a, b), mask, op0=alu)
+                _emit("tensor_tensor", _tensor_tensor_engine(out, a, b, alu), out, (a, b), mask, op0=alu)
             return out
         if isinstance(x, View):
             out = _result(x.shape, x.dtype if x.dtype in FLOATS or isinstance(y, int) else "float32", kwargs)
-            _emit("tensor_scalar", "vector", out, (x,), mask, op0=alu, operand0=(-1, float(y)))
+            _emit("tensor_scalar", "vector", out, (x,), mask, op0=alu, operand0=_immediate(y))
             return out
         if isinstance(y, View):
             out = _result(y.shape, y.dtype if y.dtype in FLOATS or isinstance(x, int) else "float32", kwargs)
-            _emit("tensor_scalar", "vector", out, (y,), mask, op0=alu, operand0=(-1, float(x)), reverse0=True)
+            _emit("tensor_scalar", "vector", out, (y,), mask, op0=alu, operand0=_immediate(x), reverse0=True)
             return out
         raise current().error(f"nl.{alu} needs a tile")
     fn.__name__ = alu

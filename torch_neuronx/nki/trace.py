@@ -52,6 +52,10 @@ BYTES = {"float32": 4, "tfloat32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "f
          "uint16": 2, "float8_e4m3": 1, "float8_e5m2": 1, "int8": 1, "uint8": 1, "bool": 1,
          "float8_e5m2_x4": 4, "float8_e4m3fn_x4": 4, "float4_e2m1fn_x4": 2, "int64": 8}
 PACKED = ("float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4")
+# The values each integer dtype holds: [low, high].
+INTEGER_RANGES = {name: ((-(1 << (8 * size - 1)), (1 << (8 * size - 1)) - 1) if name[0] == "i" else (0, (1 << (8 * size)) - 1))
+                  for name, size in BYTES.items() if name.startswith(("int", "uint"))}
+INTEGER_RANGES["bool"] = (0, 1)
 
 
 def dtype_name(dtype) -> str:
