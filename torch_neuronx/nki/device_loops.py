@@ -116,6 +116,9 @@ def _loop(begin_inputs, register: VirtualRegister, step: int):
     """Emits a loop's begin; returns a function that emits its end (end_inputs) and joins the two."""
     from .language import _emit
     trace = current()
+    if trace.no_reorder_depth:
+        raise trace.error("a loop run on the device (fori_loop, while_loop, dynamic_range) cannot be inside "
+                          "nl.no_reorder(); static loops (range, affine_range, sequential_range) can")
     begin = _emit("loop_begin", "vector", register.view(), [r.view() for r in begin_inputs], None,
                   coefficients=[step, _FAR])
     begin_index = len(trace.instructions) - 1

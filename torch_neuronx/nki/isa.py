@@ -86,6 +86,13 @@ def get_nc_version() -> int:
     return current().version
 
 
+def get_nc_sub_version() -> int:
+    """The silicon revision within the target's NeuronCore generation: 0, the first, which is the one the
+    emulator models."""
+    current()
+    return 0
+
+
 _NUMPY_NAMES = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
                 "true_divide": "divide", "maximum": "maximum", "minimum": "minimum", "power": "power",
                 "equal": "equal", "not_equal": "not_equal", "greater": "greater", "greater_equal": "greater_equal",

@@ -351,7 +351,7 @@ def assign(target: View, value) -> None:
     if (last is not None and target.partition_axis == 0 and last["dst"].decl is value.decl and value.is_whole()
             and value.decl.memory ==
             target.decl.memory and value.shape == target.shape and value.decl.argument < 0
-            and all(v.decl is not value.decl for v in last["inputs"]) and not _used_before(value, last)):
+            and builtins.all(v.decl is not value.decl for v in last["inputs"]) and not _used_before(value, last)):
         last["dst"] = _masked_like(target, last["dst"])  # write the result where it belongs, no extra copy
         return
     if target.buffer == "hbm":
@@ -381,7 +381,7 @@ def _masked_like(target: View, written: View) -> View:
     if written.sizes == target.sizes:
         return target
     kept = written.ndim
-    if kept < target.ndim and written.sizes == target.sizes[:kept] and all(s == 1 for s in target.sizes[kept:]):
+    if kept < target.ndim and written.sizes == target.sizes[:kept] and builtins.all(s == 1 for s in target.sizes[kept:]):
         # A reduction writes its kept axes only; the target's trailing axes are the reduced ones, of size 1.
         return View(target.decl, target.offset, written.sizes, target.strides[:kept], target.axis_vars[:kept],
                     target.bounds, target.partition_axis)
@@ -449,9 +449,9 @@ def _partitions_first(dst: View, inputs):
     instruction whose operands agree in shape and partition axis takes them so; any other must be given
     one block at a time."""
     views = [dst, *inputs]
-    if all(v.partition_axis == 0 for v in views):
+    if builtins.all(v.partition_axis == 0 for v in views):
         return dst, inputs
-    if all(v.shape == dst.shape and v.partition_axis == dst.partition_axis for v in views):
+    if builtins.all(v.shape == dst.shape and v.partition_axis == dst.partition_axis for v in views):
         return dst.partition_first(), [v.partition_first() for v in inputs]
     odd = next(v for v in views if v.partition_axis != 0)
     raise current().error(f"{odd!r} has its partition axis (nl.par_dim) at axis {odd.partition_axis}: "
@@ -491,7 +491,7 @@ def _tensor_tensor_engine(dst: View, data1: View, data2: View, alu: str) -> str:
     arithmetic is exact, when every tile is int32 or uint32 and none is in PSUM (GpSimd cannot reach it);
     anything else to the Vector engine, which computes in fp32 (int32 values past 2**24 round)."""
     tiles = (dst, data1, data2)
-    if alu in _NATIVE_INTEGER_OPS and all(t.dtype in ("int32", "uint32") and t.buffer != "psum" for t in tiles):
+    if alu in _NATIVE_INTEGER_OPS and builtins.all(t.dtype in ("int32", "uint32") and t.buffer != "psum" for t in tiles):
         return "gpsimd"
     return "vector"
 
@@ -507,9 +507,9 @@ def _binary(alu: str):
             shape = x.shape if x.elements() >= y.elements() else y.shape
             out = _result(shape, promote(x.dtype, y.dtype), kwargs)
             a, b = _broadcast(x, out), _broadcast(y, out)
-            if b.strides[1:] and all(s == 0 for s in b.strides[1:]) and b is not y:  # a per-partition operand
+            if b.strides[1:] and builtins.all(s == 0 for s in b.strides[1:]) and b is not y:  # a per-partition operand
                 _emit("tensor_scalar", "vector", out, (a, b), mask, op0=alu, operand0=(1, 0.0))
-            elif a.strides[1:] and all(s == 0 for s in a.strides[1:]) and a is not x:
+            elif a.strides[1:] and builtins.all(s == 0 for s in a.strides[1:]) and a is not x:
                 _emit("tensor_scalar", "vector", out, (b, a), mask, op0=alu, operand0=(1, 0.0), reverse0=True)
             else:
                 _emit("tensor_tensor", _tensor_tensor_engine(out, a, b, alu), out, (a, b), mask, op0=alu)
@@ -720,5 +720,8 @@ def static_cast(x, dtype):
     from . import kernel
     return np.asarray(x).astype(kernel.numpy_dtype(dtype_name(dtype)))
 
+
+from .language_composites import (all, expand_dims, is_hbm, is_on_chip, is_psum, is_sbuf,  # noqa: E402,F401,A004
+                                  no_reorder, rms_norm, softmax, var)
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -390,6 +390,7 @@ class Trace:
         self.next_var = 0
         self.psum_written: Dict[int, List[Tuple[int, int]]] = {}
         self.sequencer_depth = 0  # device loops and nl.if_else sides being traced around the current call
+        self.no_reorder_depth = 0  # nl.no_reorder regions around the current call
         self.collectives: list = []  # nki.lnc calls, as lnc.py records them
         self.prepared_collective = None  # nki.collectives' one prepare slot (collectives.py, SDK 2.34)
 
