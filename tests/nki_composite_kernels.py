@@ -15,7 +15,8 @@ def _out(tile):
 def reductions(x, axis, dtype):
     """nl.var and nl.all of x along axis, and nl.softmax along its trailing axes."""
     a = nl.load(x)
-    return _out(nl.var(a, axis=axis, dtype=dtype)), _out(nl.all(a, axis=axis)), _out(nl.softmax(a, axis=axis, dtype=dtype))
+    return (_out(nl.var(a, axis=axis, dtype=dtype)), _out(nl.all(a, axis=axis)),
+            _out(nl.softmax(a, axis=axis, dtype=dtype)))
 
 
 @nki.jit
@@ -53,3 +54,9 @@ def facts(x):
     for i, answer in enumerate(answers):
         nisa.memset(out[0:1, i:i + 1], 1.0 if answer else 0.0)
     return _out(out)
+
+
+@nki.jit
+def gathered(data, indices, dtype):
+    """nl.gather_flattened of data's partitions (free axes flattened) at the indices."""
+    return _out(nl.gather_flattened(nl.load(data), nl.load(indices), dtype=dtype))

@@ -20,7 +20,8 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
 
 def _random(dtype: str, shape, seed: int) -> np.ndarray:
     info = np.iinfo(dtype)
-    return np.random.default_rng(seed).integers(info.min, info.max, size=shape, endpoint=True, dtype=np.int64).astype(dtype)
+    values = np.random.default_rng(seed).integers(info.min, info.max, size=shape, endpoint=True, dtype=np.int64)
+    return values.astype(dtype)
 
 
 @pytest.mark.parametrize("mask,pattern", [(0x7FFFFFFF, 16777217), (0x00FFFFFF, -(2**31)), (-16777218, 0x55555555)])

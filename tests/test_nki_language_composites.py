@@ -65,3 +65,23 @@ def test_buffer_predicates_and_sub_version():
     got = k.facts(torch.ones(4, 8).to(N)).cpu()
     expected = torch.tensor([[1, 0, 1, 1, 0, 1, 1, 0, 1]], dtype=torch.float32)
     torch.testing.assert_close(got, expected)
+
+
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.uint32])
+@pytest.mark.parametrize("dtype", [None, torch.bfloat16])
+def test_gather_flattened(index_dtype, dtype):
+    """out[p, j] = data[p].flatten()[indices[p, j]], indices repeated and out of order, int32 or uint32."""
+    g = torch.Generator().manual_seed(8)
+    data = torch.randn(64, 4, 8, generator=g)
+    indices = torch.randint(0, 32, (64, 20), generator=g)
+    indices[0] = torch.arange(31, 11, -1)
+    got = k.gathered(data.to(N), indices.to(index_dtype).to(N), dtype).cpu()
+    expected = torch.gather(data.flatten(1), 1, indices)
+    torch.testing.assert_close(got, expected.to(dtype or torch.float32))
+
+
+def test_gather_flattened_refuses_an_index_past_the_data():
+    indices = torch.zeros(8, 4, dtype=torch.int32)
+    indices[3, 2] = -1
+    with pytest.raises(Exception, match="4294967295 .partition 3, position 2. is past the 16 elements"):
+        k.gathered(torch.randn(8, 16).to(N), indices.to(N), None)

@@ -721,7 +721,7 @@ def static_cast(x, dtype):
     return np.asarray(x).astype(kernel.numpy_dtype(dtype_name(dtype)))
 
 
-from .language_composites import (all, expand_dims, is_hbm, is_on_chip, is_psum, is_sbuf,  # noqa: E402,F401,A004
-                                  no_reorder, rms_norm, softmax, var)
+from .language_composites import (all, expand_dims, gather_flattened, is_hbm, is_on_chip,  # noqa: E402,F401,A004
+                                  is_psum, is_sbuf, no_reorder, rms_norm, softmax, var)
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,8 +1,8 @@
 """nki.language functions that AWS lists as experimental and that are compositions of other nl functions:
-numpy-like reductions and normalisations (var, all, softmax, rms_norm), buffer predicates, expand_dims and
-the no_reorder region. What each computes is AWS's documented result; the instructions are the ones a
-kernel would write by hand (reductions on the Vector engine, exp and rsqrt on the Scalar engine), in fp32,
-rounded once to the requested dtype."""
+numpy-like reductions and normalisations (var, all, softmax, rms_norm), buffer predicates, expand_dims,
+gather_flattened and the no_reorder region. What each computes is AWS's documented result; the instructions
+are the ones a kernel would write by hand (reductions on the Vector engine, exp and rsqrt on the Scalar
+engine, nc_n_gather on GpSimd), in fp32, rounded once to the requested dtype."""
 from __future__ import annotations
 
 import contextlib
@@ -101,6 +101,25 @@ def expand_dims(x: View, axis: int) -> View:
     axis_vars.insert(position, None)
     partition_axis = x.partition_axis + (1 if position <= x.partition_axis else 0)
     return View(x.decl, x.offset, sizes, strides, axis_vars, partition_axis=partition_axis)
+
+
+def gather_flattened(data: View, indices: View, axis: int = 0, dtype=None, **_) -> View:
+    """out[p, j...] = data[p, indices[p, j...]], data's free axes flattened: nisa.nc_n_gather on GpSimd
+    (a tile of the indices' shape), then cast to dtype. Indices are uint32 or int32 (read as their bits, so
+    a negative one is refused as past the data, by its uint32 value)."""
+    trace = current()
+    if axis != 0:
+        raise trace.error(f"gather_flattened gathers within each partition (axis=0), not along axis {axis}")
+    if indices.dtype not in ("int32", "uint32"):
+        raise trace.error(f"gather_flattened: indices must be int32 or uint32, not {indices.dtype}")
+    if indices.dtype == "int32":
+        indices = indices.ap([[stride, size] for stride, size in zip(indices.strides, indices.shape)], dtype="uint32")
+    data = data if data.buffer == "sbuf" else nl.copy(data)
+    indices = indices if indices.buffer == "sbuf" else nl.copy(indices)
+    out = nl.ndarray(indices.shape, data.dtype, nl.sbuf)
+    from .isa import nc_n_gather
+    nc_n_gather(out, data, indices)
+    return out if dtype is None or nl.dtype_name(dtype) == out.dtype else nl.copy(out, dtype=dtype)
 
 
 @contextlib.contextmanager
