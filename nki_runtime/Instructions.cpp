@@ -637,7 +637,7 @@ void execute(const Bound& b) {
       b.in.operand0.integral && !isFloat(b.dst_type) ? integerMemset(b) : memset(b);
       break;
     case Opcode::kIota:
-      iota(b);
+      b.in.integers.empty() ? iota(b) : integerIota(b);
       break;
     case Opcode::kTensorTensorScan:
       scan(b);

@@ -172,6 +172,31 @@ void bitvecReduce(const Bound& b) {
   eachRow(b, reduceDstRow);
 }
 
+void integerIota(const Bound& b) {
+  const Access& dst = b.in.dst;
+  const std::vector<int64_t>& terms = b.in.integers;  // offset, then one step per dst axis
+  const int64_t n = inner(dst);
+  const std::size_t size = byteSize(b.dst_type);
+  const bool word = b.dst_type == Dtype::kInt32 || b.dst_type == Dtype::kUInt32;
+  std::array<int64_t, kMaxAxes> index{};
+  forEachRow(dst, {&dst}, [&](const std::array<int64_t, 8>& o) {
+    int64_t start = terms[0];
+    for (int a = 0; a + 1 < dst.rank; ++a) start += index[a] * terms[1 + a];
+    float* row = scratch(0, n);
+    for (int64_t i = 0; i < n; ++i) {
+      // int32 arithmetic: it wraps, and the value is cast to dst's dtype only at the end
+      const auto value = static_cast<int32_t>(static_cast<uint32_t>(start + i * terms[dst.rank]));
+      if (word) storeBits(value, b.dst + (o[0] + i * innerStride(dst)) * size, b.dst_type);
+      else row[i] = static_cast<float>(value);
+    }
+    if (!word) b.storeDst(row, o[0]);
+    for (int a = dst.rank - 2; a >= 0; --a) {
+      if (++index[a] < dst.sizes[a]) break;
+      index[a] = 0;
+    }
+  });
+}
+
 void integerMemset(const Bound& b) {
   const int64_t n = inner(b.in.dst);
   const std::size_t size = byteSize(b.dst_type);

@@ -1,6 +1,7 @@
 // The engines on integers as integers, never through fp32: the ALU's bitvec operators (nl.bitwise_and,
 // bitwise_or, bitwise_xor, left_shift, right_shift; nl.invert and nl.logical_not as an xor) on bit patterns
-// in tensor_tensor, tensor_scalar and tensor_reduce; GpSimd's 32-bit integer arithmetic; integer memsets.
+// in tensor_tensor, tensor_scalar and tensor_reduce; GpSimd's 32-bit integer arithmetic and iota; integer
+// memsets.
 #pragma once
 
 #include "nki_runtime/Instructions.h"
@@ -23,6 +24,10 @@ void integerTensorTensor(const Bound& b);
 
 // tensor_reduce with bitwise_and, bitwise_or or bitwise_xor over integer tiles, as bits.
 void bitvecReduce(const Bound& b);
+
+// iota in int32 arithmetic from its exact terms (Instruction::integers), as AWS documents it: an int32 or
+// uint32 dst takes the values' bits, another dtype their conversion.
+void integerIota(const Bound& b);
 
 // memset of an integer dst to an integer immediate, exactly.
 void integerMemset(const Bound& b);

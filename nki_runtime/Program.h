@@ -170,6 +170,7 @@ struct Instruction {
   bool indirect_destination = false;
   int32_t indirect_dim = 0;
   bool skip_out_of_bounds = false;
+  std::vector<int64_t> integers;    // kIota: its base and steps as the integers they are (its arithmetic is int32)
   std::vector<float> coefficients;  // kIota: base, then one per dst axis; kRangeSelect: start, fill;
                                     // kStreamShuffle: the 32 mask entries; kNonzeroWithCount: offset, padding;
                                     // kLocalGather: elements per index, valid indices per core

@@ -54,3 +54,12 @@ def bitvec_reduce(x, op_name, axis, negate):
     dst = nl.ndarray(shape, dtype=x.dtype, buffer=nl.sbuf)
     nisa.tensor_reduce(dst, getattr(nl, op_name), a, axis=axis, negate=negate)
     return _out(dst, shape, x.dtype)
+
+
+@nki.jit
+def iota(shape, dtype, offset, channel_multiplier, steps):
+    """nisa.iota over a [P, *counts] tile with the given steps."""
+    tile = nl.ndarray(shape, dtype=dtype, buffer=nl.sbuf)
+    nisa.iota(tile, [[step, count] for step, count in zip(steps, shape[1:])], offset=offset,
+              channel_multiplier=channel_multiplier)
+    return _out(tile, shape, dtype)

@@ -99,3 +99,23 @@ def test_bitvec_reductions(op, dtype, axis):
 def test_bitvec_reductions_refuse_shifts_and_negate(op, negate):
     with pytest.raises(NkiError, match="bitwise_and, bitwise_or and bitwise_xor in tensor_reduce, without negate"):
         k.bitvec_reduce(torch.ones(8, 4, dtype=torch.int32).to(N), op, 1, negate)
+
+
+@pytest.mark.parametrize("offset,channel_multiplier,steps", [(16777217, 1000, (1, 7)), (2**31 - 40, 3, (5, 1)),
+                                                              (-(2**30), -(2**24) - 1, (-3, 2**20))])
+def test_iota_is_int32_arithmetic(offset, channel_multiplier, steps):
+    """iota's values are int32 arithmetic (AWS): exact past 2**24 and wrapping past 2**31 in an int32 tile,
+    converted once (to nearest) for a float32 tile."""
+    shape = (8, 3, 5)
+    p, i, j = np.meshgrid(np.arange(8), np.arange(3), np.arange(5), indexing="ij")
+    exact = offset + p * channel_multiplier + i * steps[0] + j * steps[1]
+    wrapped = (exact.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    np.testing.assert_array_equal(_numpy(k.iota(shape, torch.int32, offset, channel_multiplier, steps)), wrapped)
+    np.testing.assert_array_equal(_numpy(k.iota(shape, torch.float32, offset, channel_multiplier, steps)),
+                                  wrapped.astype(np.float32))
+
+
+@pytest.mark.parametrize("offset", [2**31, 0.5])
+def test_iota_refuses_terms_that_are_not_int32(offset):
+    with pytest.raises(NkiError, match="iota: offset, channel_multiplier and the pattern's steps are int32"):
+        k.iota((8, 4), torch.int32, offset, 0, (1,))

@@ -72,6 +72,7 @@ nki::Instruction toInstruction(const py::dict& d) {
   in.negate = d["negate"].cast<bool>();
   in.accumulate = d["accumulate"].cast<bool>();
   in.coefficients = d["coefficients"].cast<std::vector<float>>();
+  if (d.contains("integers")) in.integers = d["integers"].cast<std::vector<int64_t>>();
   in.line = d["line"].cast<int32_t>();
   in.grid_instance = d["grid_instance"].cast<int32_t>();
   in.loops = d["loops"].cast<int32_t>();

@@ -102,7 +102,10 @@ def iota(expr: IndexExpr, dtype, mask=None, **_) -> View:
     """The values of an affine index expression of nl.arange / nl.mgrid, as a tile."""
     sizes, coefficients = _grid_coefficients(expr)
     out = nl.ndarray(sizes, dtype)
-    nl._emit("iota", "gpsimd", out, (), mask, coefficients=[expr.const] + coefficients)
+    terms = [expr.const] + coefficients
+    # The instruction's arithmetic is int32 (nisa.iota): integer terms travel exactly, not as fp32.
+    exact = all(float(t).is_integer() and -(1 << 31) <= t < (1 << 31) for t in terms)
+    nl._emit("iota", "gpsimd", out, (), mask, coefficients=terms, **({"integers": terms} if exact else {}))
     return out
 
 

@@ -307,8 +307,12 @@ def iota(dst: View, pattern=None, offset: int = 0, channel_multiplier: int = 0, 
         raise current().error(f"iota pattern {pattern} does not cover {dst!r}")
     target = View(dst.decl, dst.offset, (dst.shape[0],) + tuple(c for _, c in pattern),
                   (dst.strides[0],) + _row_major(tuple(c for _, c in pattern)))
-    _emit("iota", "gpsimd", target, (), mask,
-          coefficients=[offset, channel_multiplier] + [s for s, _ in pattern])
+    terms = [offset, channel_multiplier] + [s for s, _ in pattern]
+    for term in terms:  # the instruction's arithmetic is int32 (AWS): integers, exactly, not through fp32
+        if not nl._is_integer(term) or not -(1 << 31) <= int(term) < (1 << 31):
+            raise current().error(f"iota: offset, channel_multiplier and the pattern's steps are int32 values, "
+                                  f"not {term!r}")
+    _emit("iota", "gpsimd", target, (), mask, coefficients=terms, integers=terms)
 
 
 def affine_select(dst: View, pattern, offset: int, channel_multiplier: int, on_true_tile: View,

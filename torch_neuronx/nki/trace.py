@@ -541,6 +541,7 @@ class Trace:
             "reduce_axes": int(fields.get("reduce_axes", 0)), "negate": bool(fields.get("negate", False)),
             "accumulate": bool(fields.get("accumulate", False)),
             "coefficients": [float(v) for v in fields.get("coefficients", ())],
+            "integers": [int(v) for v in fields.get("integers", ())],
             "indirect": bool(fields.get("indirect", False)), "indirect_dim": int(fields.get("indirect_dim", 0)),
             "indirect_dst": bool(fields.get("indirect_dst", False)),
             "skip_oob": bool(fields.get("skip_oob", False)),
