@@ -63,3 +63,13 @@ def iota(shape, dtype, offset, channel_multiplier, steps):
     nisa.iota(tile, [[step, count] for step, count in zip(steps, shape[1:])], offset=offset,
               channel_multiplier=channel_multiplier)
     return _out(tile, shape, dtype)
+
+
+@nki.jit
+def power_from(x, y, buffer):
+    """nisa.tensor_tensor(op=nl.power) with x staged in `buffer` (SBUF, or PSUM)."""
+    a = nl.ndarray(x.shape, dtype=x.dtype, buffer=buffer)
+    nisa.tensor_copy(a, nl.load(x))
+    dst = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst, a, nl.load(y), op=nl.power)
+    return _out(dst, x.shape, x.dtype)

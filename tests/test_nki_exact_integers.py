@@ -119,3 +119,11 @@ def test_iota_is_int32_arithmetic(offset, channel_multiplier, steps):
 def test_iota_refuses_terms_that_are_not_int32(offset):
     with pytest.raises(NkiError, match="iota: offset, channel_multiplier and the pattern's steps are int32"):
         k.iota((8, 4), torch.int32, offset, 0, (1,))
+
+
+def test_power_runs_on_gpsimd_which_cannot_reach_psum():
+    """tensor_tensor's nl.power is a GpSimd operation (AWS), so its tiles must be in SBUF."""
+    x, y = torch.rand(8, 16) + 0.5, torch.rand(8, 16) * 3
+    torch.testing.assert_close(k.power_from(x.to(N), y.to(N), "sbuf").cpu(), x ** y, rtol=1e-5, atol=1e-6)
+    with pytest.raises(NkiError, match="GpSimd|gpsimd"):
+        k.power_from(x.to(N), y.to(N), "psum")

@@ -487,10 +487,13 @@ _NATIVE_INTEGER_OPS = frozenset(("add", "subtract", "multiply", "maximum", "mini
 
 
 def _tensor_tensor_engine(dst: View, data1: View, data2: View, alu: str) -> str:
-    """Where a tensor_tensor runs unless told: AWS's nki.isa.tensor_tensor sends it to GpSimd, whose integer
-    arithmetic is exact, when every tile is int32 or uint32 and none is in PSUM (GpSimd cannot reach it);
-    anything else to the Vector engine, which computes in fp32 (int32 values past 2**24 round)."""
+    """Where a tensor_tensor runs unless told, as AWS's nki.isa.tensor_tensor says: nl.power on GpSimd (so its
+    tiles cannot be in PSUM); every tile int32 or uint32 and none in PSUM on GpSimd too, whose integer
+    arithmetic is exact; anything else on the Vector engine, which computes in fp32 (int32 values past 2**24
+    round)."""
     tiles = (dst, data1, data2)
+    if alu == "power":
+        return "gpsimd"
     if alu in _NATIVE_INTEGER_OPS and builtins.all(t.dtype in ("int32", "uint32") and t.buffer != "psum" for t in tiles):
         return "gpsimd"
     return "vector"
