@@ -1,8 +1,8 @@
 #include "nki_runtime/IntegerAlu.h"
 
-#include <algorithm>
 #include <cstring>
 
+#include "nki_runtime/ControlFlow.h"
 #include "nki_runtime/RowLoops.h"
 
 namespace nki {
@@ -85,10 +85,9 @@ void bitvecTensorScalar(const Bound& b) {
       int64_t value = bitsOf(b, 0, o[1] + j * innerStride(b.in.inputs[0]));
       for (const auto& [op, operand] : steps) {
         if (op == AluOp::kBypass) continue;
-        const int64_t other = operand.first->input >= 0
-                                  ? bitsOf(b, operand.first->input, o[1 + operand.first->input] +
-                                                                         j * innerStride(b.in.inputs[operand.first->input]))
-                                  : immediateBits(*operand.first);
+        const int k = operand.first->input;
+        const int64_t other = k >= 0 ? bitsOf(b, k, o[1 + k] + j * innerStride(b.in.inputs[k]))
+                                     : immediateBits(*operand.first);
         value = operand.second ? applyBits(op, other, value, 64) : applyBits(op, value, other, bits);
       }
       storeBits(value, b.dst + (o[0] + j * innerStride(b.in.dst)) * size, b.dst_type);
@@ -112,33 +111,18 @@ bool takesNativeIntegers(const Bound& b) {
   }
 }
 
-static int64_t applyInteger(AluOp op, int64_t a, int64_t b) {
-  // Sums and products wrap in dst's 32 bits (its low bytes are stored); unsigned arithmetic keeps them defined.
-  const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
-  switch (op) {
-    case AluOp::kAdd: return static_cast<int64_t>(ua + ub);
-    case AluOp::kSubtract: return static_cast<int64_t>(ua - ub);
-    case AluOp::kMultiply: return static_cast<int64_t>(ua * ub);
-    case AluOp::kMaximum: return std::max(a, b);
-    case AluOp::kMinimum: return std::min(a, b);
-    case AluOp::kEqual: return a == b;
-    case AluOp::kNotEqual: return a != b;
-    case AluOp::kGreater: return a > b;
-    case AluOp::kGreaterEqual: return a >= b;
-    case AluOp::kLess: return a < b;
-    case AluOp::kLessEqual: return a <= b;
-    default: return a;
-  }
-}
-
 void integerTensorTensor(const Bound& b) {
   const int64_t n = inner(b.in.dst);
   const std::size_t size = byteSize(b.dst_type);
+  const bool unsigned_words = b.dst_type == Dtype::kUInt32;
   eachRow(b, [&](const std::array<int64_t, 8>& o) {
     for (int64_t j = 0; j < n; ++j) {
       const int64_t x = bitsOf(b, 0, o[1] + j * innerStride(b.in.inputs[0]));
       const int64_t y = bitsOf(b, 1, o[2] + j * innerStride(b.in.inputs[1]));
-      storeBits(applyInteger(b.in.op0, x, y), b.dst + (o[0] + j * innerStride(b.in.dst)) * size, b.dst_type);
+      // The 32-bit words as dst's type, with the sequencers' integer arithmetic (sums and products wrap).
+      const int64_t value = unsigned_words ? scalarAluU32(b.in.op0, static_cast<uint32_t>(x), static_cast<uint32_t>(y))
+                                           : scalarAlu(b.in.op0, static_cast<int32_t>(x), static_cast<int32_t>(y));
+      storeBits(value, b.dst + (o[0] + j * innerStride(b.in.dst)) * size, b.dst_type);
     }
   });
 }
@@ -163,7 +147,9 @@ void bitvecReduce(const Bound& b) {
       here.offset = o[1] + j * data.strides[kept - 1];
       int64_t acc = b.in.op0 == AluOp::kBitwiseAnd ? -1 : 0;  // all ones for an and
       forEachRow(here, {&here}, [&](const std::array<int64_t, 8>& r) {
-        for (int64_t i = 0; i < inner(here); ++i) acc = applyBits(b.in.op0, acc, bitsOf(b, 0, r[0] + i * innerStride(here)), 64);
+        for (int64_t i = 0; i < inner(here); ++i) {
+          acc = applyBits(b.in.op0, acc, bitsOf(b, 0, r[0] + i * innerStride(here)), 64);
+        }
       });
       storeBits(acc, b.dst + (o[0] + j * innerStride(dst)) * dst_size, b.dst_type);
     }
