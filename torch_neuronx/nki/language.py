@@ -351,7 +351,8 @@ def assign(target: View, value) -> None:
     if (last is not None and target.partition_axis == 0 and last["dst"].decl is value.decl and value.is_whole()
             and value.decl.memory ==
             target.decl.memory and value.shape == target.shape and value.decl.argument < 0
-            and builtins.all(v.decl is not value.decl for v in last["inputs"]) and not _used_before(value, last)):
+            and builtins.all(v.decl is not value.decl for v in last["inputs"])
+            and not _used_before(value, last)):
         last["dst"] = _masked_like(target, last["dst"])  # write the result where it belongs, no extra copy
         return
     if target.buffer == "hbm":
@@ -381,7 +382,8 @@ def _masked_like(target: View, written: View) -> View:
     if written.sizes == target.sizes:
         return target
     kept = written.ndim
-    if kept < target.ndim and written.sizes == target.sizes[:kept] and builtins.all(s == 1 for s in target.sizes[kept:]):
+    if (kept < target.ndim and written.sizes == target.sizes[:kept]
+            and builtins.all(s == 1 for s in target.sizes[kept:])):
         # A reduction writes its kept axes only; the target's trailing axes are the reduced ones, of size 1.
         return View(target.decl, target.offset, written.sizes, target.strides[:kept], target.axis_vars[:kept],
                     target.bounds, target.partition_axis)
@@ -494,9 +496,8 @@ def _tensor_tensor_engine(dst: View, data1: View, data2: View, alu: str) -> str:
     tiles = (dst, data1, data2)
     if alu == "power":
         return "gpsimd"
-    if alu in _NATIVE_INTEGER_OPS and builtins.all(t.dtype in ("int32", "uint32") and t.buffer != "psum" for t in tiles):
-        return "gpsimd"
-    return "vector"
+    words = builtins.all(t.dtype in ("int32", "uint32") and t.buffer != "psum" for t in tiles)
+    return "gpsimd" if alu in _NATIVE_INTEGER_OPS and words else "vector"
 
 
 def _result(shape, dtype, kwargs) -> View:
@@ -510,12 +511,15 @@ def _binary(alu: str):
             shape = x.shape if x.elements() >= y.elements() else y.shape
             out = _result(shape, promote(x.dtype, y.dtype), kwargs)
             a, b = _broadcast(x, out), _broadcast(y, out)
-            if b.strides[1:] and builtins.all(s == 0 for s in b.strides[1:]) and b is not y:  # a per-partition operand
+            if b.strides[1:] and builtins.all(s == 0 for s in b.strides[1:]) and b is not y:  # per partition
                 _emit("tensor_scalar", "vector", out, (a, b), mask, op0=alu, operand0=(1, 0.0))
             elif a.strides[1:] and builtins.all(s == 0 for s in a.strides[1:]) and a is not x:
                 _emit("tensor_scalar", "vector", out, (b, a), mask, op0=alu, operand0=(1, 0.0), reverse0=True)
             else:
-                _emit("tensor_tensor", _tensor_tensor_engine(out, a, b, alu), out, (a, b), mask, op0=alu)
+                engine = _tensor_tensor_engine(out, a, b, alu)
+                if "psum" in (out.buffer, a.buffer, b.buffer):
+                    engine = "vector"  # nl leaves engines to the compiler, which keeps PSUM operands off GpSimd
+                _emit("tensor_tensor", engine, out, (a, b), mask, op0=alu)
             return out
         if isinstance(x, View):
             out = _result(x.shape, x.dtype if x.dtype in FLOATS or isinstance(y, int) else "float32", kwargs)

@@ -53,8 +53,8 @@ BYTES = {"float32": 4, "tfloat32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "f
          "float8_e5m2_x4": 4, "float8_e4m3fn_x4": 4, "float4_e2m1fn_x4": 2, "int64": 8}
 PACKED = ("float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4")
 # The values each integer dtype holds: [low, high].
-INTEGER_RANGES = {name: ((-(1 << (8 * size - 1)), (1 << (8 * size - 1)) - 1) if name[0] == "i" else (0, (1 << (8 * size)) - 1))
-                  for name, size in BYTES.items() if name.startswith(("int", "uint"))}
+INTEGER_RANGES = {name: (-(1 << (8 * size - 1)), (1 << (8 * size - 1)) - 1) if name.startswith("int") else
+                  (0, (1 << (8 * size)) - 1) for name, size in BYTES.items() if name.startswith(("int", "uint"))}
 INTEGER_RANGES["bool"] = (0, 1)
 
 
