@@ -251,27 +251,10 @@ void memset(const Bound& b) {
   });
 }
 
-// Calls row(offsets, start, step) for each row of dst in order, with the affine value of the row's first
-// element (coefficients[0] + the row's index times the leading axes' steps) and its last axis's step.
-template <typename Row>
-void forEachAffineRow(const Bound& b, Row row) {
-  const Access& dst = b.in.dst;
-  const auto& c = b.in.coefficients;
-  std::array<int64_t, kMaxAxes> index{};
-  forEachRow(dst, b.views(), [&](const std::array<int64_t, 8>& o) {
-    double start = c.empty() ? 0.0 : c[0];
-    for (int a = 0; a + 1 < dst.rank; ++a) start += index[a] * static_cast<double>(c[1 + a]);
-    row(o, start, static_cast<double>(c[dst.rank]));
-    for (int a = dst.rank - 2; a >= 0; --a) {
-      if (++index[a] < dst.sizes[a]) break;
-      index[a] = 0;
-    }
-  });
-}
-
 void iota(const Bound& b) {
   const int64_t n = inner(b.in.dst);
-  forEachAffineRow(b, [&](const std::array<int64_t, 8>& o, double start, double step) {
+  forEachAffineRow<double>(b.in.dst, b.views(), b.in.coefficients,
+                           [&](const std::array<int64_t, 8>& o, double start, double step) {
     float* row = scratch(0, n);
     for (int64_t i = 0; i < n; ++i) row[i] = static_cast<float>(start + i * step);
     b.storeDst(row, o[0]);
@@ -282,7 +265,8 @@ void iota(const Bound& b) {
 // element of on_true, else the immediate (a causal mask: key index > query index -> a large negative).
 void affineSelect(const Bound& b) {
   const int64_t n = inner(b.in.dst);
-  forEachAffineRow(b, [&](const std::array<int64_t, 8>& o, double start, double step) {
+  forEachAffineRow<double>(b.in.dst, b.views(), b.in.coefficients,
+                           [&](const std::array<int64_t, 8>& o, double start, double step) {
     float* row = scratch(0, n);
     b.loadInput(0, o[1], row);
     for (int64_t i = 0; i < n; ++i) {
@@ -352,14 +336,7 @@ void reduce(const Bound& b) {
   const Access& data = b.in.inputs[0];
   const Access& dst = b.in.dst;
   const int kept = dst.rank;
-  // The reduced block under one dst element: data's trailing axes.
-  Access block;
-  block.tensor = data.tensor;
-  block.rank = data.rank - kept;
-  for (int a = 0; a < block.rank; ++a) {
-    block.sizes[a] = data.sizes[kept + a];
-    block.strides[a] = data.strides[kept + a];
-  }
+  const Access block = trailingAxes(data, kept);
   const int64_t n = inner(block);
   const std::size_t size = byteSize(b.input_types[0]);
   const int64_t dst_n = inner(dst);

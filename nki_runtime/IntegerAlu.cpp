@@ -35,6 +35,20 @@ void eachRow(const Bound& b, Row row) {
   forEachRow(b.in.dst, b.views(), row, b.row_end >= 0 ? b.row_begin : 0, end);
 }
 
+// dst = op(inputs[0], inputs[1]) element by element, on the integers' bits.
+template <typename Op>
+void eachPair(const Bound& b, Op op) {
+  const int64_t n = inner(b.in.dst);
+  const std::size_t size = byteSize(b.dst_type);
+  eachRow(b, [&](const std::array<int64_t, 8>& o) {
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t x = bitsOf(b, 0, o[1] + j * innerStride(b.in.inputs[0]));
+      const int64_t y = bitsOf(b, 1, o[2] + j * innerStride(b.in.inputs[1]));
+      storeBits(op(x, y), b.dst + (o[0] + j * innerStride(b.in.dst)) * size, b.dst_type);
+    }
+  });
+}
+
 // An immediate as the integer it was written as (its fp32 value rounds past 2**24).
 int64_t immediateBits(const Operand& operand) {
   return operand.integral ? operand.bits : static_cast<int64_t>(operand.value);
@@ -62,16 +76,8 @@ int64_t applyBits(AluOp op, int64_t a, int64_t b, int a_bits) {
 }
 
 void bitvecTensorTensor(const Bound& b) {
-  const int64_t n = inner(b.in.dst);
-  const std::size_t size = byteSize(b.dst_type);
   const int bits = static_cast<int>(8 * byteSize(b.input_types[0]));
-  eachRow(b, [&](const std::array<int64_t, 8>& o) {
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t x = bitsOf(b, 0, o[1] + j * innerStride(b.in.inputs[0]));
-      const int64_t y = bitsOf(b, 1, o[2] + j * innerStride(b.in.inputs[1]));
-      storeBits(applyBits(b.in.op0, x, y, bits), b.dst + (o[0] + j * innerStride(b.in.dst)) * size, b.dst_type);
-    }
-  });
+  eachPair(b, [&](int64_t x, int64_t y) { return applyBits(b.in.op0, x, y, bits); });
 }
 
 void bitvecTensorScalar(const Bound& b) {
@@ -112,18 +118,14 @@ bool takesNativeIntegers(const Bound& b) {
 }
 
 void integerTensorTensor(const Bound& b) {
-  const int64_t n = inner(b.in.dst);
-  const std::size_t size = byteSize(b.dst_type);
-  const bool unsigned_words = b.dst_type == Dtype::kUInt32;
-  eachRow(b, [&](const std::array<int64_t, 8>& o) {
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t x = bitsOf(b, 0, o[1] + j * innerStride(b.in.inputs[0]));
-      const int64_t y = bitsOf(b, 1, o[2] + j * innerStride(b.in.inputs[1]));
-      // The 32-bit words as dst's type, with the sequencers' integer arithmetic (sums and products wrap).
-      const int64_t value = unsigned_words ? scalarAluU32(b.in.op0, static_cast<uint32_t>(x), static_cast<uint32_t>(y))
-                                           : scalarAlu(b.in.op0, static_cast<int32_t>(x), static_cast<int32_t>(y));
-      storeBits(value, b.dst + (o[0] + j * innerStride(b.in.dst)) * size, b.dst_type);
-    }
+  // The 32-bit words as dst's type, with the sequencers' integer arithmetic (sums and products wrap).
+  if (b.dst_type == Dtype::kUInt32) {
+    return eachPair(b, [&](int64_t x, int64_t y) {
+      return int64_t{scalarAluU32(b.in.op0, static_cast<uint32_t>(x), static_cast<uint32_t>(y))};
+    });
+  }
+  eachPair(b, [&](int64_t x, int64_t y) {
+    return int64_t{scalarAlu(b.in.op0, static_cast<int32_t>(x), static_cast<int32_t>(y))};
   });
 }
 
@@ -131,12 +133,7 @@ void bitvecReduce(const Bound& b) {
   const Access& data = b.in.inputs[0];
   const Access& dst = b.in.dst;
   const int kept = dst.rank;
-  Access block = data;  // the reduced block under one dst element: data's trailing axes
-  block.rank = data.rank - kept;
-  for (int a = 0; a < block.rank; ++a) {
-    block.sizes[a] = data.sizes[kept + a];
-    block.strides[a] = data.strides[kept + a];
-  }
+  const Access block = trailingAxes(data, kept);
   const std::size_t dst_size = byteSize(b.dst_type);
   // A dst of one axis is one row of partitions: a partition stream's share of it is a range of its elements.
   const bool share = dst.rank == 1 && b.row_end >= 0;
@@ -160,26 +157,19 @@ void bitvecReduce(const Bound& b) {
 
 void integerIota(const Bound& b) {
   const Access& dst = b.in.dst;
-  const std::vector<int64_t>& terms = b.in.integers;  // offset, then one step per dst axis
   const int64_t n = inner(dst);
   const std::size_t size = byteSize(b.dst_type);
   const bool word = b.dst_type == Dtype::kInt32 || b.dst_type == Dtype::kUInt32;
-  std::array<int64_t, kMaxAxes> index{};
-  forEachRow(dst, {&dst}, [&](const std::array<int64_t, 8>& o) {
-    int64_t start = terms[0];
-    for (int a = 0; a + 1 < dst.rank; ++a) start += index[a] * terms[1 + a];
+  forEachAffineRow<int64_t>(dst, {&dst}, b.in.integers,
+                            [&](const std::array<int64_t, 8>& o, int64_t start, int64_t step) {
     float* row = scratch(0, n);
     for (int64_t i = 0; i < n; ++i) {
       // int32 arithmetic: it wraps, and the value is cast to dst's dtype only at the end
-      const auto value = static_cast<int32_t>(static_cast<uint32_t>(start + i * terms[dst.rank]));
+      const auto value = static_cast<int32_t>(static_cast<uint32_t>(start + i * step));
       if (word) storeBits(value, b.dst + (o[0] + i * innerStride(dst)) * size, b.dst_type);
       else row[i] = static_cast<float>(value);
     }
     if (!word) b.storeDst(row, o[0]);
-    for (int a = dst.rank - 2; a >= 0; --a) {
-      if (++index[a] < dst.sizes[a]) break;
-      index[a] = 0;
-    }
   });
 }
 

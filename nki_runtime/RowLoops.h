@@ -53,6 +53,35 @@ void forEachRow(const Access& shape, const std::vector<const Access*>& views, Ro
 inline int64_t inner(const Access& access) { return access.sizes[access.rank - 1]; }
 inline int64_t innerStride(const Access& access) { return access.strides[access.rank - 1]; }
 
+// Calls row(offsets, start, step) for each row of `dst` in order, with the affine value of the row's first
+// element (terms[0] + the row's index times the leading axes' steps) and its last axis's step, as Value
+// (iota and affine_select: fp32 coefficients as double, or int32 arithmetic's exact terms as int64_t).
+template <typename Value, typename Term, typename Row>
+void forEachAffineRow(const Access& dst, const std::vector<const Access*>& views, const std::vector<Term>& terms,
+                      Row row) {
+  std::array<int64_t, kMaxAxes> index{};
+  forEachRow(dst, views, [&](const std::array<int64_t, 8>& o) {
+    Value start = terms.empty() ? Value{0} : static_cast<Value>(terms[0]);
+    for (int a = 0; a + 1 < dst.rank; ++a) start += index[a] * static_cast<Value>(terms[1 + a]);
+    row(o, start, static_cast<Value>(terms[dst.rank]));
+    for (int a = dst.rank - 2; a >= 0; --a) {
+      if (++index[a] < dst.sizes[a]) break;
+      index[a] = 0;
+    }
+  });
+}
+
+// The block a reduction folds into one element of its dst: data's axes after the first `kept` (offset unset).
+inline Access trailingAxes(const Access& data, int kept) {
+  Access block = data;
+  block.rank = data.rank - kept;
+  for (int a = 0; a < block.rank; ++a) {
+    block.sizes[a] = data.sizes[kept + a];
+    block.strides[a] = data.strides[kept + a];
+  }
+  return block;
+}
+
 // Partition p of a view: its free axes only.
 inline Access partitionOf(const Access& view, int64_t p) {
   Access part = view;

@@ -8,6 +8,7 @@ returns the tile they write; nothing computes until the program runs.
 from __future__ import annotations
 
 import builtins
+import numbers
 from typing import Optional, Sequence
 
 from . import grids, indexing
@@ -167,7 +168,6 @@ def _fill(tile: View, value, mask=None) -> None:
 
 
 def _is_integer(value) -> bool:
-    import numbers
     return isinstance(value, numbers.Integral)
 
 
