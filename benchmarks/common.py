@@ -7,7 +7,7 @@ machine) hits both alike, and reports ratios. Nothing here asserts on time.
 Knobs (environment):
   NEURON_BENCH_REPEATS            timed repeats per measurement (median taken); default per benchmark
   NEURON_BENCH_THREADS            torch.set_num_threads() before measuring; default: torch's own choice
-  NEURON_BENCH_FP32_PEAK_GFLOPS   fp32 FMA peak of the machine; default 230 (see fp32_peak_gflops)
+  NEURON_BENCH_FP32_PEAK_GFLOPS   fp32 FMA peak of the machine; default: measured (see fp32_peak_gflops)
 """
 from __future__ import annotations
 
@@ -253,35 +253,74 @@ def simd_in_use() -> str:
     return torch_neuronx._C._simd_level() + (f" (forced by TORCH_NEURONX_SIMD={forced})" if forced else "")
 
 
-def fp32_peak_gflops() -> tuple[float, str]:
-    """The fp32 FMA peak used for the matmul target, and where it came from.
+def _fma_peak_program() -> str:
+    """benchmarks/fma_peak.c built with the environment's C compiler, once per version of its source."""
+    import hashlib
+    import tempfile
 
-    peak = cores * GHz * FLOP/cycle; FLOP/cycle per core for fp32 FMA is
-    2 (mul+add) * lanes (16 with AVX-512, 8 with AVX2) * FMA units (2 assumed).
-    The project issue states ~230 GFLOP/s for this 2-core AMD EPYC; that is
-    the default. NEURON_BENCH_FP32_PEAK_GFLOPS overrides it.
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fma_peak.c")
+    digest = hashlib.sha256(open(source, "rb").read()).hexdigest()[:16]
+    program = os.path.join(tempfile.gettempdir(), f"torch-neuronx-fma-peak-{digest}")
+    if not os.path.exists(program):
+        built = program + f".{os.getpid()}"
+        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-pthread", "-o", built, source], check=True,
+                       capture_output=True, text=True, timeout=300)
+        os.replace(built, program)
+    return program
+
+
+def fma_level() -> str:
+    """The widest fp32 FMA the device's kernels use: avx512 or avx2 (TORCH_NEURONX_SIMD may lower the CPU's)."""
+    import torch_neuronx
+
+    level = torch_neuronx._C._simd_level()
+    return "avx512" if level.startswith("avx512") or level.startswith("amx") else "avx2"
+
+
+_peak_cache: Dict[str, tuple[float, str]] = {}
+
+
+def fp32_peak_gflops(level: Optional[str] = None) -> tuple[float, str]:
+    """The fp32 FMA peak on all cores at `level` (default fma_level()), measured in this run, and how it
+    was obtained.
+
+    benchmarks/fma_peak.c runs independent register FMA chains on every core at
+    the device's SIMD width (fma_level()): a peak computed from /proc/cpuinfo
+    takes the base clock (boost runs higher) and assumes two FMA units, and on
+    a 2-core AMD EPYC Zen 5 the measurement gave twice the figure once assumed.
+    NEURON_BENCH_FP32_PEAK_GFLOPS overrides it; without a C compiler the
+    /proc/cpuinfo estimate is used and says so. Cached for the run.
     """
-    flags, mhz = set(), None
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags") and not flags:
-                    flags = set(line.split(":", 1)[1].split())
-                elif line.startswith("cpu MHz") and mhz is None:
-                    mhz = float(line.split(":", 1)[1])
-    except OSError:
-        pass
-    cores = os.cpu_count() or 1
-    lanes = 16 if "avx512f" in flags else 8 if "avx2" in flags else 4
-    per_cycle = 2 * lanes * 2
-    estimate = cores * (mhz or 0) / 1e3 * per_cycle
-    detail = (f"/proc/cpuinfo estimate: {cores} cores x {(mhz or 0) / 1e3:.2f} GHz x {per_cycle} FLOP/cycle "
-              f"({'AVX-512' if lanes == 16 else 'AVX2' if lanes == 8 else 'SSE'}, 2 FMA units) "
-              f"= {estimate:.0f} GFLOP/s (base clock; boost clocks run higher)")
     env = os.environ.get("NEURON_BENCH_FP32_PEAK_GFLOPS")
     if env:
-        return float(env), f"NEURON_BENCH_FP32_PEAK_GFLOPS={env}; {detail}"
-    return 230.0, f"default 230 GFLOP/s from the project issue; {detail}"
+        return float(env), f"NEURON_BENCH_FP32_PEAK_GFLOPS={env}"
+    level, cores = level or fma_level(), len(os.sched_getaffinity(0))
+    if level not in _peak_cache:
+        _peak_cache[level] = _measure_fp32_peak(level, cores)
+    return _peak_cache[level]
+
+
+def _measure_fp32_peak(level: str, cores: int) -> tuple[float, str]:
+    try:
+        out = subprocess.run([_fma_peak_program(), level, str(cores)], capture_output=True, text=True,
+                             timeout=120, check=True)
+        one = subprocess.run([_fma_peak_program(), level, "1"], capture_output=True, text=True,
+                             timeout=120, check=True)
+        return float(out.stdout), (f"measured: {level} FMA chains on {cores} cores, best of 5 "
+                                   f"(one core {float(one.stdout):.0f} GFLOP/s)")
+    except (OSError, ValueError, subprocess.SubprocessError) as error:
+        return _fp32_peak_estimate(level, cores), f"/proc/cpuinfo estimate, not measured ({error})"
+
+
+def _fp32_peak_estimate(level: str, cores: int) -> float:
+    """cores x base GHz x 2 (multiply and add) x lanes x 2 FMA units."""
+    mhz = 0.0
+    try:
+        with open("/proc/cpuinfo") as f:
+            mhz = float(next(line for line in f if line.startswith("cpu MHz")).split(":", 1)[1])
+    except (OSError, StopIteration, ValueError):
+        pass
+    return cores * mhz / 1e3 * 2 * (16 if level == "avx512" else 8) * 2
 
 
 def openblas_core() -> str:
