@@ -14,7 +14,7 @@ N = torch.device("neuron:0")
 
 
 @pytest.mark.parametrize("rows,cols", [(1, 7), (5, 768), (768, 768), (2048, 768), (768, 2048), (32000, 768),
-                                       (1001, 33), (3, 2049)])
+                                       (1001, 33), (3, 2049), (300, 96), (300, 160)])
 def test_one_row_linear_bf16(rows, cols):
     """Decode's one-row bf16 products (the streamed few-row kernel with one row, split across cores) against an fp32
     CPU product."""
@@ -31,7 +31,7 @@ def test_one_row_linear_bf16(rows, cols):
                                          (torch.float32, 9), (torch.bfloat16, 2), (torch.bfloat16, 3), (torch.bfloat16, 5),
                                          (torch.bfloat16, 7), (torch.bfloat16, 8), (torch.bfloat16, 16),
                                          (torch.bfloat16, 17)])
-@pytest.mark.parametrize("rows,cols", [(2048, 768), (1001, 33), (1001, 64), (5, 2049), (300, 4096)])
+@pytest.mark.parametrize("rows,cols", [(2048, 768), (1001, 33), (1001, 64), (5, 2049), (300, 4096), (300, 160)])
 def test_few_row_linear(dtype, batch, rows, cols):
     """Batched decode's few-row products (the device's streamed kernel up to 8 rows, bf16 on AMX tiles up to 16
     rows where K is a multiple of 32, the CPU GEMM beyond) against a float64 product rounded once."""

@@ -244,6 +244,56 @@ __attribute__((target("avx512f,avx512bf16"))) void blockBf16Pairs(const c10::BFl
   sumLanes<W * R>(&acc[0][0], dots);
 }
 
+// One or two bf16 left rows with AVX512-BF16: the block's weight rows one after another, each from
+// start to end, so that a thread reads its weight as one sequential stream, as a reduction over memory
+// does, where the row-interleaved order above reads W streams at once. With the weight from memory
+// (424 weights of 2048x768, 2 Zen 5 cores, both orders in one process, medians) one row read 34 GB/s
+// that way and 38 this way, two rows 27 and 30; the Llama-125M bf16 decode step took 13.3 -> 12.0 ms.
+// At 4 and more rows the multiply-adds bound the pass, and W rows sharing each left-row load win.
+constexpr int kMaxSequentialRows = 2;
+
+template <int kChains, int R>
+__attribute__((target("avx512f,avx512bf16"), always_inline)) inline void sequentialStep(
+    const c10::BFloat16* row, const c10::BFloat16* x, int64_t ldx, int64_t k, int64_t ahead,
+    __m512 (&acc)[R][kChains], int chain) {
+  _mm_prefetch(reinterpret_cast<const char*>(row + k) + ahead, _MM_HINT_T0);
+  const __m512bh v = (__m512bh)_mm512_loadu_si512(row + k);
+#pragma GCC unroll 2
+  for (int r = 0; r < R; ++r) {
+    acc[r][chain] = _mm512_dpbf16_ps(acc[r][chain], v, (__m512bh)_mm512_loadu_si512(x + r * ldx + k));
+  }
+}
+
+template <int W, int R>
+__attribute__((target("avx512f,avx512bf16"))) void blockBf16Sequential(const c10::BFloat16* const* w,
+                                                                       const void* left, int64_t K, int64_t ldx,
+                                                                       int64_t row_bytes, float* dots) {
+  static_assert(R <= kMaxSequentialRows, "each left row keeps kChains accumulators in registers");
+  const c10::BFloat16* x = static_cast<const c10::BFloat16*>(left);
+  // Independent sums per row, so that the multiply-adds' latency does not bound one row's pass.
+  constexpr int kChains = R == 1 ? 4 : 2;
+  const int64_t ahead = W * row_bytes;  // the same place in the next block: a block's bytes ahead
+  for (int i = 0; i < W; ++i) {
+    __m512 acc[R][kChains];
+#pragma GCC unroll 8
+    for (int a = 0; a < R * kChains; ++a) acc[a / kChains][a % kChains] = _mm512_setzero_ps();
+    const c10::BFloat16* row = w[i];
+    int64_t k = 0;  // K is a multiple of 32: a cache line of the row per step
+    for (; k + 32 * kChains <= K; k += 32 * kChains) {
+#pragma GCC unroll 4
+      for (int c = 0; c < kChains; ++c) sequentialStep<kChains, R>(row, x, ldx, k + 32 * c, ahead, acc, c);
+    }
+    for (; k < K; k += 32) sequentialStep<kChains, R>(row, x, ldx, k, ahead, acc, 0);
+#pragma GCC unroll 2
+    for (int r = 0; r < R; ++r) {
+      __m512 sum = acc[r][0];
+#pragma GCC unroll 4
+      for (int c = 1; c < kChains; ++c) sum = _mm512_add_ps(sum, acc[r][c]);
+      dots[i * R + r] += _mm512_reduce_add_ps(sum);
+    }
+  }
+}
+
 // A block of weight rows against the left rows [0, first_rows), then (if `rest`) against the others.
 template <typename T>
 struct Block {
@@ -266,7 +316,10 @@ template <typename T, int R>
 Block<T> blockFor(SimdLevel level, LeftRows layout) {
   constexpr int W512 = avx512WeightRows(R);
   if constexpr (std::is_same_v<T, c10::BFloat16>) {
-    if (layout == LeftRows::kBf16) return {&blockBf16Pairs<W512, R>, nullptr, R, W512};
+    if (layout == LeftRows::kBf16) {
+      if constexpr (R <= kMaxSequentialRows) return {&blockBf16Sequential<W512, R>, nullptr, R, W512};
+      return {&blockBf16Pairs<W512, R>, nullptr, R, W512};
+    }
     if (layout == LeftRows::kWidenedEvenOdd) return {&blockAvx512EvenOdd<W512, R>, nullptr, R, W512};
   }
   if (level >= SimdLevel::kAvx512) return {&blockAvx512<W512, R, T>, nullptr, R, W512};
