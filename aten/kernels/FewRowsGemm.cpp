@@ -244,12 +244,14 @@ __attribute__((target("avx512f,avx512bf16"))) void blockBf16Pairs(const c10::BFl
   sumLanes<W * R>(&acc[0][0], dots);
 }
 
-// One or two bf16 left rows with AVX512-BF16: the block's weight rows one after another, each from
-// start to end, so that a thread reads its weight as one sequential stream, as a reduction over memory
-// does, where the row-interleaved order above reads W streams at once. With the weight from memory
-// (424 weights of 2048x768, 2 Zen 5 cores, both orders in one process, medians) one row read 34 GB/s
-// that way and 38 this way, two rows 27 and 30; the Llama-125M bf16 decode step took 13.3 -> 12.0 ms.
-// At 4 and more rows the multiply-adds bound the pass, and W rows sharing each left-row load win.
+// One or two left rows: the block's weight rows one after another, each from start to end, so that
+// a thread reads its weight as one sequential stream, as a reduction over memory does, where the
+// row-interleaved order above reads W streams at once. With the weight from memory (424 bf16 or 212
+// fp32 weights of 2048x768, 2 Zen 5 cores, both orders in one process, medians), one bf16 row read 34
+// GB/s that way and 38 this way with AVX512-BF16, 41 and 47 as the AVX2 kind; one fp32 row 41 and 44,
+// two 37 and 41, as the AVX2 kind. The Llama-125M bf16 decode step took 13.3 -> 12.0 ms. At 4 and more
+// rows the multiply-adds bound the pass, and W rows sharing each left-row load win. (AVX-512 without
+// BF16 keeps the interleaved order: not measured against this one.)
 constexpr int kMaxSequentialRows = 2;
 
 template <int kChains, int R>
@@ -294,6 +296,45 @@ __attribute__((target("avx512f,avx512bf16"))) void blockBf16Sequential(const c10
   }
 }
 
+// The same order on AVX2, fp32 or bf16 weights widened 8 values at a time, a sum per 8 values of a line.
+template <int W, int R, typename T>
+__attribute__((target("avx2,fma"))) void blockAvx2Sequential(const T* const* w, const void* left, int64_t K,
+                                                             int64_t ldx, int64_t row_bytes, float* dots) {
+  static_assert(R <= kMaxSequentialRows, "each left row keeps a line's accumulators in registers");
+  const float* x = static_cast<const float*>(left);
+  constexpr int kSteps = stepsPerLine<T, 8>();
+  const int64_t ahead = W * row_bytes;
+  for (int i = 0; i < W; ++i) {
+    __m256 acc[R][kSteps];
+#pragma GCC unroll 8
+    for (int a = 0; a < R * kSteps; ++a) acc[a / kSteps][a % kSteps] = _mm256_setzero_ps();
+    const T* row = w[i];
+    int64_t k = 0;
+    for (; k + 8 * kSteps <= K; k += 8 * kSteps) {
+      _mm_prefetch(reinterpret_cast<const char*>(row + k) + ahead, _MM_HINT_T0);
+#pragma GCC unroll 4
+      for (int s = 0; s < kSteps; ++s) {
+        const __m256 v = load8(row + k + 8 * s);
+#pragma GCC unroll 2
+        for (int r = 0; r < R; ++r) acc[r][s] = _mm256_fmadd_ps(v, _mm256_loadu_ps(x + r * ldx + k + 8 * s), acc[r][s]);
+      }
+    }
+    for (; k + 8 <= K; k += 8) {
+      const __m256 v = load8(row + k);
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r) acc[r][0] = _mm256_fmadd_ps(v, _mm256_loadu_ps(x + r * ldx + k), acc[r][0]);
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < R; ++r) {
+      __m256 sum = acc[r][0];
+#pragma GCC unroll 4
+      for (int s = 1; s < kSteps; ++s) sum = _mm256_add_ps(sum, acc[r][s]);
+      dots[i * R + r] += horizontalSum(sum);
+    }
+    scalarTail<1, R>(w + i, x, K, ldx, k, dots + i * R);
+  }
+}
+
 // A block of weight rows against the left rows [0, first_rows), then (if `rest`) against the others.
 template <typename T>
 struct Block {
@@ -323,6 +364,9 @@ Block<T> blockFor(SimdLevel level, LeftRows layout) {
     if (layout == LeftRows::kWidenedEvenOdd) return {&blockAvx512EvenOdd<W512, R>, nullptr, R, W512};
   }
   if (level >= SimdLevel::kAvx512) return {&blockAvx512<W512, R, T>, nullptr, R, W512};
+  if constexpr (R <= kMaxSequentialRows) {
+    return {&blockAvx2Sequential<avx2WeightRows(R), R, T>, nullptr, R, avx2WeightRows(R)};
+  }
   if constexpr (R > kAvx2PassRows) {
     constexpr int W = avx2WeightRows(kAvx2PassRows);
     return {&blockAvx2<W, kAvx2PassRows, T>, &blockAvx2<W, R - kAvx2PassRows, T, false>, kAvx2PassRows, W};
