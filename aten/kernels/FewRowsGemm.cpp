@@ -335,6 +335,49 @@ __attribute__((target("avx2,fma"))) void blockAvx2Sequential(const T* const* w, 
   }
 }
 
+// The same order on AVX-512 for one row of fp32 (or bf16 widened 16 at a time, where K is not a multiple
+// of 32): one fp32 row 50 -> 61 GB/s from memory on 2 Zen 5 cores (both orders in one process); two rows
+// lost 3% (53 -> 51), so they keep the interleaved order.
+template <int W, int R, typename T>
+__attribute__((target("avx512f"))) void blockAvx512Sequential(const T* const* w, const void* left, int64_t K,
+                                                              int64_t ldx, int64_t row_bytes, float* dots) {
+  const float* x = static_cast<const float*>(left);
+  constexpr int kSteps = 4;  // 16 values a step, each into its own sum
+  constexpr int kStepsPerLine = kLine / (16 * static_cast<int>(sizeof(T)));
+  const int64_t ahead = W * row_bytes;
+  for (int i = 0; i < W; ++i) {
+    __m512 acc[R][kSteps];
+#pragma GCC unroll 8
+    for (int a = 0; a < R * kSteps; ++a) acc[a / kSteps][a % kSteps] = _mm512_setzero_ps();
+    const T* row = w[i];
+    int64_t k = 0;
+    for (; k + 16 * kSteps <= K; k += 16 * kSteps) {
+#pragma GCC unroll 4
+      for (int s = 0; s < kSteps; ++s) {
+        if (s % kStepsPerLine == 0) {
+          _mm_prefetch(reinterpret_cast<const char*>(row + k + 16 * s) + ahead, _MM_HINT_T0);
+        }
+        const __m512 v = load16(row + k + 16 * s);
+#pragma GCC unroll 2
+        for (int r = 0; r < R; ++r) acc[r][s] = _mm512_fmadd_ps(v, _mm512_loadu_ps(x + r * ldx + k + 16 * s), acc[r][s]);
+      }
+    }
+    for (; k + 16 <= K; k += 16) {
+      const __m512 v = load16(row + k);
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r) acc[r][0] = _mm512_fmadd_ps(v, _mm512_loadu_ps(x + r * ldx + k), acc[r][0]);
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < R; ++r) {
+      __m512 sum = acc[r][0];
+#pragma GCC unroll 4
+      for (int s = 1; s < kSteps; ++s) sum = _mm512_add_ps(sum, acc[r][s]);
+      dots[i * R + r] += _mm512_reduce_add_ps(sum);
+    }
+    scalarTail<1, R>(w + i, x, K, ldx, k, dots + i * R);
+  }
+}
+
 // A block of weight rows against the left rows [0, first_rows), then (if `rest`) against the others.
 template <typename T>
 struct Block {
@@ -362,6 +405,9 @@ Block<T> blockFor(SimdLevel level, LeftRows layout) {
       return {&blockBf16Pairs<W512, R>, nullptr, R, W512};
     }
     if (layout == LeftRows::kWidenedEvenOdd) return {&blockAvx512EvenOdd<W512, R>, nullptr, R, W512};
+  }
+  if constexpr (R == 1) {
+    if (level >= SimdLevel::kAvx512) return {&blockAvx512Sequential<W512, R, T>, nullptr, R, W512};
   }
   if (level >= SimdLevel::kAvx512) return {&blockAvx512<W512, R, T>, nullptr, R, W512};
   if constexpr (R <= kMaxSequentialRows) {
