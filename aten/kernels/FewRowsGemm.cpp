@@ -250,8 +250,9 @@ __attribute__((target("avx512f,avx512bf16"))) void blockBf16Pairs(const c10::BFl
 // fp32 weights of 2048x768, 2 Zen 5 cores, both orders in one process, medians), one bf16 row read 34
 // GB/s that way and 38 this way with AVX512-BF16, 41 and 47 as the AVX2 kind; one fp32 row 41 and 44,
 // two 37 and 41, as the AVX2 kind. The Llama-125M bf16 decode step took 13.3 -> 12.0 ms. At 4 and more
-// rows the multiply-adds bound the pass, and W rows sharing each left-row load win. (AVX-512 without
-// BF16 keeps the interleaved order: not measured against this one.)
+// rows the multiply-adds bound the pass, and W rows sharing each left-row load win. (AVX-512 fp32 takes
+// this order for one row, below; bf16 on AVX-512 without BF16, the even/odd path, keeps the interleaved
+// order: not measured against this one.)
 constexpr int kMaxSequentialRows = 2;
 
 template <int kChains, int R>
@@ -316,7 +317,9 @@ __attribute__((target("avx2,fma"))) void blockAvx2Sequential(const T* const* w, 
       for (int s = 0; s < kSteps; ++s) {
         const __m256 v = load8(row + k + 8 * s);
 #pragma GCC unroll 2
-        for (int r = 0; r < R; ++r) acc[r][s] = _mm256_fmadd_ps(v, _mm256_loadu_ps(x + r * ldx + k + 8 * s), acc[r][s]);
+        for (int r = 0; r < R; ++r) {
+          acc[r][s] = _mm256_fmadd_ps(v, _mm256_loadu_ps(x + r * ldx + k + 8 * s), acc[r][s]);
+        }
       }
     }
     for (; k + 8 <= K; k += 8) {
@@ -359,7 +362,9 @@ __attribute__((target("avx512f"))) void blockAvx512Sequential(const T* const* w,
         }
         const __m512 v = load16(row + k + 16 * s);
 #pragma GCC unroll 2
-        for (int r = 0; r < R; ++r) acc[r][s] = _mm512_fmadd_ps(v, _mm512_loadu_ps(x + r * ldx + k + 16 * s), acc[r][s]);
+        for (int r = 0; r < R; ++r) {
+          acc[r][s] = _mm512_fmadd_ps(v, _mm512_loadu_ps(x + r * ldx + k + 16 * s), acc[r][s]);
+        }
       }
     }
     for (; k + 16 <= K; k += 16) {
